@@ -33,7 +33,7 @@ enum class GgmlType : uint32_t {
 
 // elements per block and bytes per block of a type; block_size 0 for unknown types.
 struct GgmlTypeTraits {
-  std::string_view name;
+  const char* name;
   int64_t block_size;
   size_t type_size;
   bool can_dequantize;

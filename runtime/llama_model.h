@@ -26,6 +26,9 @@ struct ForwardSeq {
 
 struct LoadOptions {
   int num_threads = 0;  // 0: all cores
+  // steps of at most a few tokens multiply by the file's q4_0/q4_1/q8_0 blocks with q8
+  // activations (as llama.cpp does); longer steps, and every step when false, use fp32 sgemm.
+  bool quantized_decode = true;
 };
 
 // a llama-family transformer on the cpu; weights dequantized to fp32 at load.

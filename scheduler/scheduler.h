@@ -17,6 +17,9 @@ struct SchedulerConfig {
   int max_batched_tokens = 512;   // tokens per step (prefill chunks + decodes)
   int max_model_len = 8192;       // prompt + max_new_tokens at most
   int max_waiting = 1024;         // queue bound; Add beyond it is refused
+  // fraction of a pool's pages kept free when admitting into a pool that already runs
+  // sequences (at least one page unless <= 0); room for running decodes to grow without preemption.
+  double watermark = 0.01;
 };
 
 // one kv page pool (one per codec): page geometry only, no bytes.
@@ -46,17 +49,26 @@ struct ScheduleOutput {
 class Scheduler {
  public:
   Scheduler(const SchedulerConfig& config, std::vector<PagePoolConfig> pools);
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
 
   // checks limits (max_model_len, pool index, pages a full sequence needs ≤ pool size,
   // queue bound) and queues the sequence; the scheduler keeps the pointer until Release.
+  // errors: InvalidArgument naming the field ("pool:", "prompt:", "num_prompt_tokens:",
+  // "max_new_tokens:"), AlreadyExists for a held id, ResourceExhausted when the queue is full.
+  // resets num_computed, block_table, slot and status.
   absl::Status Add(std::shared_ptr<Sequence> seq);
   // picks this step's batch: running decodes first, then waiting prefills (chunked) under the
   // token budget; preempts by recompute (lowest priority, then newest) when pages run out.
   ScheduleOutput Schedule();
   // after the forward step: advances num_computed; appends `sampled[i]` to each sequence that
-  // sampled (in the order of out.seqs with samples == true).
+  // sampled (in the order of out.seqs with samples == true). a sequence that reaches
+  // max_new_tokens becomes kFinished and is never scheduled again; its pages and slot stay
+  // (readable for usage) until the caller Releases it. sequences released since Schedule are
+  // skipped (their sampled entry is ignored).
   void Postprocess(const ScheduleOutput& out, const std::vector<int32_t>& sampled);
-  // finishes or aborts a sequence wherever it is; frees its pages and slot at once.
+  // finishes or aborts a sequence wherever it is; frees its pages and slot at once. unknown ids
+  // are ignored. the sequence object is kept alive until the next Schedule call.
   void Release(int64_t id);
 
   int num_waiting() const;
@@ -64,6 +76,13 @@ class Scheduler {
   int pages_free(int pool) const;
   int pages_total(int pool) const;
   int slots_free(int pool) const;
+  int slots_total(int pool) const;
+  // the sequence with this id while the scheduler holds it (until Release), else null.
+  const Sequence* Find(int64_t id) const;
+  // allocator invariants (free + used == total); every held page and slot belongs to a running
+  // or finished-unreleased sequence whose block table covers its cached tokens; waiting ones
+  // hold nothing. for tests and debug builds.
+  absl::Status CheckInvariants() const;
   int64_t num_preemptions() const { return num_preemptions_; }
   const std::vector<PagePoolConfig>& pools() const { return pools_; }
 

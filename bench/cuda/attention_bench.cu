@@ -1,0 +1,274 @@
+// times the cuda decode-attention kernels on the llama-3.1-8b attention shape (32 query heads,
+// 8 kv heads, head_dim 128) for batch x context, with random pages filled on the gpu. also
+// measures the device-to-device copy ceiling. prints csv rows:
+//   kernel,batch,context,time_us,bytes,gbps,pct_of_copy
+// usage: attention_bench [out.csv|-] [kernel batch context]   (the three filter one case)
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/decode_attention.h"
+
+namespace {
+
+using vqserve::cuda::DecodeAttentionParams;
+using vqserve::cuda::KvPageFormat;
+
+__device__ uint32_t Hash(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  x ^= x >> 33;
+  return static_cast<uint32_t>(x);
+}
+// bytes: uniform random.
+__global__ void FillBytes(uint8_t* p, size_t n, uint64_t seed) {
+  for (size_t i = (blockIdx.x * size_t{blockDim.x} + threadIdx.x) * 4; i < n; i += size_t{gridDim.x} * blockDim.x * 4) {
+    const uint32_t r = Hash(seed * 0x9e3779b97f4a7c15ull + i);
+    for (int j = 0; j < 4 && i + j < n; ++j) p[i + j] = static_cast<uint8_t>(r >> (8 * j));
+  }
+}
+// halves: uniform in [lo, hi).
+__global__ void FillHalves(__half* p, size_t n, uint64_t seed, float lo, float hi) {
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x) {
+    const float u = (Hash(seed * 0x9e3779b97f4a7c15ull + i) >> 8) * (1.0f / 16777216.0f);
+    p[i] = __float2half(lo + (hi - lo) * u);
+  }
+}
+__global__ void FillFloats(float* p, size_t n, uint64_t seed, float lo, float hi) {
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x) {
+    const float u = (Hash(seed * 0x9e3779b97f4a7c15ull + i) >> 8) * (1.0f / 16777216.0f);
+    p[i] = lo + (hi - lo) * u;
+  }
+}
+
+struct Kernel {
+  std::string name;
+  KvPageFormat format;
+  int kivi_bits, dk, dv, residual;
+};
+
+constexpr int kHeads = 32, kKvHeads = 8, kDim = 128, kPage = 32;
+
+size_t LayerPageBytes(const Kernel& k) {
+  const size_t H = kKvHeads, D = kDim, P = kPage;
+  switch (k.format) {
+    case KvPageFormat::kFp16:
+      return 4 * H * P * D;
+    case KvPageFormat::kKivi:
+      return 4 * H * D + 4 * H * P * (D / 32) + 2 * H * D * P * k.kivi_bits / 8;
+    case KvPageFormat::kVecInfer:
+      return H * P * (D / k.dk + D / k.dv);
+  }
+  return 0;
+}
+
+double Median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// device-to-device copy of `bytes`, median of 10; returns bytes read + written per second.
+double CopyCeiling(size_t bytes) {
+  void *a, *b;
+  VQ_CUDA_CHECK(cudaMalloc(&a, bytes));
+  VQ_CUDA_CHECK(cudaMalloc(&b, bytes));
+  FillBytes<<<4096, 256>>>(static_cast<uint8_t*>(a), bytes, 1);
+  cudaEvent_t e0, e1;
+  VQ_CUDA_CHECK(cudaEventCreate(&e0));
+  VQ_CUDA_CHECK(cudaEventCreate(&e1));
+  std::vector<float> ms;
+  for (int i = 0; i < 13; ++i) {
+    VQ_CUDA_CHECK(cudaEventRecord(e0));
+    VQ_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice));
+    VQ_CUDA_CHECK(cudaEventRecord(e1));
+    VQ_CUDA_CHECK(cudaEventSynchronize(e1));
+    float t;
+    VQ_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
+    if (i >= 3) ms.push_back(t);
+  }
+  VQ_CUDA_CHECK(cudaFree(a));
+  VQ_CUDA_CHECK(cudaFree(b));
+  return 2.0 * bytes / (Median(ms) * 1e-3);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  FILE* csv = argc > 1 && std::string(argv[1]) != "-" ? std::fopen(argv[1], "w") : nullptr;
+  const std::string only_kernel = argc > 4 ? argv[2] : "";
+  const int only_batch = argc > 4 ? std::atoi(argv[3]) : 0, only_ctx = argc > 4 ? std::atoi(argv[4]) : 0;
+  const double ceiling = CopyCeiling(size_t{4} << 30);
+  std::printf("copy ceiling (read+write): %.1f GB/s\n", ceiling / 1e9);
+  if (csv) std::fprintf(csv, "kernel,batch,context,time_us,bytes,gbps,pct_of_copy\n");
+  if (csv) std::fprintf(csv, "copy,0,0,0,0,%.1f,100\n", ceiling / 1e9);
+  const std::vector<Kernel> kernels = {
+      {"fp16-paged", KvPageFormat::kFp16, 2, 4, 4, 0},
+      {"kivi-k2v2", KvPageFormat::kKivi, 2, 4, 4, 128},
+      {"vecinfer-k2v2", KvPageFormat::kVecInfer, 2, 4, 4, 128},
+      {"vecinfer-k1v1", KvPageFormat::kVecInfer, 2, 8, 8, 128},
+      {"vecinfer-k2v1", KvPageFormat::kVecInfer, 2, 4, 8, 128},
+  };
+  const int batches[] = {1, 8, 16, 32};
+  const int contexts[] = {8192, 32768, 131072};
+  cudaEvent_t e0, e1;
+  VQ_CUDA_CHECK(cudaEventCreate(&e0));
+  VQ_CUDA_CHECK(cudaEventCreate(&e1));
+  std::printf("%-16s %5s %7s %10s %9s %6s\n", "kernel", "batch", "context", "time_us", "GB/s", "%copy");
+  for (const Kernel& k : kernels) {
+    for (int batch : batches) {
+      for (int ctx : contexts) {
+        if (!only_kernel.empty() && (k.name != only_kernel || batch != only_batch || ctx != only_ctx)) continue;
+        const int coded = ctx - k.residual, res = k.residual;
+        const int pages_per_seq = coded / kPage;
+        const size_t page_bytes = LayerPageBytes(k);  // one layer per page here
+        const size_t pool = page_bytes * pages_per_seq * batch;
+        // rotate among copies so that every timed call reads at least ~256 MB of fresh data.
+        const int copies = static_cast<int>(std::min<size_t>(16, (size_t{256} << 20) / pool + 1));
+        uint8_t* pages;
+        VQ_CUDA_CHECK(cudaMalloc(&pages, pool * copies));
+        if (k.format == KvPageFormat::kFp16) {
+          FillHalves<<<8192, 256>>>(reinterpret_cast<__half*>(pages), pool * copies / 2, 11, -1.7f, 1.7f);
+        } else {
+          FillBytes<<<8192, 256>>>(pages, pool * copies, 12);
+        }
+        if (k.format == KvPageFormat::kKivi) {
+          // min/scale headers: sane fp16 values in every page.
+          const size_t hdr = 2 * kKvHeads * kDim + 2 * kKvHeads * kPage * (kDim / 32);
+          std::vector<__half> h(hdr);
+          for (size_t i = 0; i < hdr; ++i) {
+            const bool scale = (i >= kKvHeads * kDim && i < 2 * kKvHeads * kDim) || i >= 2 * kKvHeads * kDim + kKvHeads * kPage * (kDim / 32);
+            h[i] = __float2half(scale ? 1.0f / 3 : -0.5f);
+          }
+          for (size_t pg = 0; pg < static_cast<size_t>(pages_per_seq) * batch * copies; ++pg) {
+            VQ_CUDA_CHECK(cudaMemcpyAsync(pages + pg * page_bytes, h.data(), hdr * 2, cudaMemcpyHostToDevice));
+          }
+        }
+        std::vector<int32_t> table(static_cast<size_t>(batch) * pages_per_seq);
+        for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i);
+        std::vector<int32_t> coded_lens(batch, coded), res_lens(batch, res), slots(batch);
+        for (int b = 0; b < batch; ++b) slots[b] = b;
+        const int ring = std::max(res, 1) + kPage;
+        int32_t *d_table, *d_coded, *d_res, *d_slots;
+        __half *ring_k, *ring_v;
+        float *q, *qt, *out, *ws, *ck, *cv;
+        const size_t ring_elems = static_cast<size_t>(batch) * ring * kKvHeads * kDim;
+        VQ_CUDA_CHECK(cudaMalloc(&d_table, table.size() * 4 + 4));
+        VQ_CUDA_CHECK(cudaMalloc(&d_coded, batch * 4));
+        VQ_CUDA_CHECK(cudaMalloc(&d_res, batch * 4));
+        VQ_CUDA_CHECK(cudaMalloc(&d_slots, batch * 4));
+        VQ_CUDA_CHECK(cudaMalloc(&ring_k, ring_elems * 2));
+        VQ_CUDA_CHECK(cudaMalloc(&ring_v, ring_elems * 2));
+        VQ_CUDA_CHECK(cudaMalloc(&q, size_t{4} * batch * kHeads * kDim));
+        VQ_CUDA_CHECK(cudaMalloc(&qt, size_t{4} * batch * kHeads * kDim));
+        VQ_CUDA_CHECK(cudaMalloc(&out, size_t{4} * batch * kHeads * kDim));
+        VQ_CUDA_CHECK(cudaMalloc(&ws, 4 * vqserve::cuda::DecodeWorkspaceFloats(batch, kHeads, kDim)));
+        VQ_CUDA_CHECK(cudaMalloc(&ck, size_t{4} * 256 * kDim));
+        VQ_CUDA_CHECK(cudaMalloc(&cv, size_t{4} * 256 * kDim));
+        VQ_CUDA_CHECK(cudaMemcpy(d_table, table.data(), table.size() * 4, cudaMemcpyHostToDevice));
+        VQ_CUDA_CHECK(cudaMemcpy(d_coded, coded_lens.data(), batch * 4, cudaMemcpyHostToDevice));
+        VQ_CUDA_CHECK(cudaMemcpy(d_res, res_lens.data(), batch * 4, cudaMemcpyHostToDevice));
+        VQ_CUDA_CHECK(cudaMemcpy(d_slots, slots.data(), batch * 4, cudaMemcpyHostToDevice));
+        FillHalves<<<1024, 256>>>(ring_k, ring_elems, 13, -1.7f, 1.7f);
+        FillHalves<<<1024, 256>>>(ring_v, ring_elems, 14, -1.7f, 1.7f);
+        FillFloats<<<256, 256>>>(q, size_t{1} * batch * kHeads * kDim, 15, -1.7f, 1.7f);
+        FillFloats<<<256, 256>>>(qt, size_t{1} * batch * kHeads * kDim, 16, -1.7f, 1.7f);
+        FillFloats<<<256, 256>>>(ck, 256 * kDim, 17, -1.2f, 1.2f);
+        FillFloats<<<256, 256>>>(cv, 256 * kDim, 18, -1.7f, 1.7f);
+        VQ_CUDA_CHECK(cudaDeviceSynchronize());
+
+        DecodeAttentionParams p;
+        p.q = q;
+        p.q_tilde = qt;
+        p.q_head_stride = kDim;
+        p.q_batch_stride = kHeads * kDim;
+        p.out = out;
+        p.out_head_stride = kDim;
+        p.out_batch_stride = kHeads * kDim;
+        p.batch = batch;
+        p.num_heads = kHeads;
+        p.num_kv_heads = kKvHeads;
+        p.head_dim = kDim;
+        p.scale = 1.0f / std::sqrt(static_cast<float>(kDim));
+        p.page_stride = static_cast<int64_t>(page_bytes);
+        p.layer_offset = 0;
+        p.block_tables = d_table;
+        p.block_table_stride = pages_per_seq;
+        p.coded_lens = d_coded;
+        p.max_coded_len = coded;
+        p.res_k = reinterpret_cast<const uint16_t*>(ring_k);
+        p.res_v = reinterpret_cast<const uint16_t*>(ring_v);
+        p.res_head_stride = kDim;
+        p.res_token_stride = kKvHeads * kDim;
+        p.res_slot_stride = static_cast<int64_t>(ring) * kKvHeads * kDim;
+        p.res_ring_tokens = ring;
+        p.slots = d_slots;
+        p.res_lens = res > 0 ? d_res : nullptr;
+        p.kivi_bits = k.kivi_bits;
+        p.vq_k_codebook = ck;
+        p.vq_v_codebook = cv;
+        p.vq_k_sub_dim = k.dk;
+        p.vq_v_sub_dim = k.dv;
+        p.workspace = ws;
+        std::vector<float> ms;
+        std::string err;
+        for (int it = 0; it < 25 && err.empty(); ++it) {
+          p.pages = pages + (it % copies) * pool;
+          VQ_CUDA_CHECK(cudaEventRecord(e0));
+          err = vqserve::cuda::LaunchDecodeAttention(k.format, p, nullptr);
+          VQ_CUDA_CHECK(cudaEventRecord(e1));
+          VQ_CUDA_CHECK(cudaEventSynchronize(e1));
+          float t;
+          VQ_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
+          if (it >= 5) ms.push_back(t);
+        }
+        if (!err.empty()) {
+          std::printf("%s batch %d ctx %d: %s\n", k.name.c_str(), batch, ctx, err.c_str());
+        } else {
+          const double us = Median(ms) * 1e3;
+          const double bytes = static_cast<double>(pool) + 2.0 * batch * res * kKvHeads * kDim * 2 +
+                               2.0 * 4 * batch * kHeads * kDim;
+          const double gbps = bytes / (us * 1e-6) / 1e9;
+          std::printf("%-16s %5d %7d %10.1f %9.1f %6.1f   (splits %d)\n", k.name.c_str(), batch, ctx, us, gbps,
+                      100.0 * gbps * 1e9 / ceiling, vqserve::cuda::ChooseDecodeSplits(k.format, p));
+          if (csv) std::fprintf(csv, "%s,%d,%d,%.2f,%.0f,%.1f,%.1f\n", k.name.c_str(), batch, ctx, us, bytes, gbps,
+                                100.0 * gbps * 1e9 / ceiling);
+          // stage costs of the vecinfer kernel (wrong results on purpose): skip scores / values.
+          if (k.format == KvPageFormat::kVecInfer && ((batch == 16 && ctx == 32768) || (batch == 1 && ctx == 131072))) {
+            for (int skip = 1; skip <= 3; ++skip) {
+              p.bench_skip_stages = skip;
+              std::vector<float> ms2;
+              for (int it = 0; it < 15; ++it) {
+                p.pages = pages + (it % copies) * pool;
+                VQ_CUDA_CHECK(cudaEventRecord(e0));
+                vqserve::cuda::LaunchDecodeAttention(k.format, p, nullptr);
+                VQ_CUDA_CHECK(cudaEventRecord(e1));
+                VQ_CUDA_CHECK(cudaEventSynchronize(e1));
+                float t;
+                VQ_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
+                if (it >= 5) ms2.push_back(t);
+              }
+              std::printf("  %s without %s: %.1f us\n", k.name.c_str(),
+                          skip == 1 ? "score gathers" : skip == 2 ? "value gathers" : "score+value gathers",
+                          Median(ms2) * 1e3);
+            }
+            p.bench_skip_stages = 0;
+          }
+        }
+        for (void* ptr : std::vector<void*>{pages, d_table, d_coded, d_res, d_slots, ring_k, ring_v, q, qt, out, ws, ck, cv}) {
+          VQ_CUDA_CHECK(cudaFree(ptr));
+        }
+      }
+    }
+  }
+  if (csv) std::fclose(csv);
+  return 0;
+}

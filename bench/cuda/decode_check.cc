@@ -1,0 +1,115 @@
+// correctness sweep of the cuda decode-attention kernels against the float64 reference
+// (tests/util/decode_reference.h) on random pages: formats x head_dim x gqa x lengths x splits.
+// prints one line per case and exits non-zero when any relative error exceeds 1e-3.
+// usage: decode_check [--long]   (--long adds 128k-token sequences)
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench/cuda/device_case.h"
+#include "kernels/cuda/decode_attention.h"
+#include "tests/util/decode_case.h"
+#include "tests/util/decode_reference.h"
+
+namespace vqserve::testing {
+namespace {
+
+struct Variant {
+  const char* name;
+  DecodeFormat format;
+  int kivi_bits, dk, dv, residual;
+  bool per_head;
+};
+
+int Run(bool with_long) {
+  const Variant variants[] = {
+      {"fp16", DecodeFormat::kFp16, 2, 4, 4, 0, false},
+      {"kivi-k2v2", DecodeFormat::kKivi, 2, 4, 4, 128, false},
+      {"kivi-k4v4", DecodeFormat::kKivi, 4, 4, 4, 128, false},
+      {"vecinfer-k2v2", DecodeFormat::kVecInfer, 2, 4, 4, 128, false},
+      {"vecinfer-k2v2-perhead", DecodeFormat::kVecInfer, 2, 4, 4, 128, true},
+      {"vecinfer-k4v4", DecodeFormat::kVecInfer, 2, 2, 2, 128, false},
+      {"vecinfer-k1v1", DecodeFormat::kVecInfer, 2, 8, 8, 128, false},
+      {"vecinfer-k2v1", DecodeFormat::kVecInfer, 2, 4, 8, 128, false},
+  };
+  const std::vector<int> lens = {1, 31, 33, 129, 161, 200, 1000, 4133};
+  int failures = 0, cases = 0;
+  double worst = 0;
+  uint64_t seed = 7;
+  for (const Variant& v : variants) {
+    for (int d : {64, 128}) {
+      for (int g : {1, 3, 4, 8}) {
+        for (int splits : {0, 1, 7}) {
+          DecodeCaseSpec s;
+          s.format = v.format;
+          s.num_kv_heads = 2;
+          s.num_heads = 2 * g;
+          s.head_dim = d;
+          s.lens = lens;
+          s.residual_tokens = v.residual;
+          s.kivi_bits = v.kivi_bits;
+          s.vq_k_sub_dim = v.dk;
+          s.vq_v_sub_dim = v.dv;
+          s.vq_per_head = v.per_head;
+          s.seed = ++seed;
+          DecodeCase c = MakeDecodeCase(s);
+          DeviceDecodeCase dev(c);
+          dev.params().num_splits = splits;
+          dev.PoisonOutput();
+          std::string err = cuda::LaunchDecodeAttention(ToKernelFormat(s.format), dev.params(), nullptr);
+          VQ_CUDA_CHECK(cudaDeviceSynchronize());
+          double rel = err.empty() ? RelativeError(dev.Output(), ReferenceDecodeAttention(c)) : INFINITY;
+          const bool ok = rel <= 1e-3;
+          ++cases;
+          failures += !ok;
+          if (rel > worst) worst = rel;
+          if (!ok || splits == 0) {
+            std::printf("%-22s D=%3d G=%d splits=%d rel_err=%.3e %s %s\n", v.name, d, g, splits, rel,
+                        ok ? "ok" : "FAIL", err.c_str());
+          }
+        }
+      }
+    }
+    if (with_long) {
+      DecodeCaseSpec s;
+      s.format = v.format;
+      s.num_kv_heads = 2;
+      s.num_heads = 8;
+      s.head_dim = 128;
+      s.lens = {131072 + 77, 5};
+      s.residual_tokens = v.residual;
+      s.kivi_bits = v.kivi_bits;
+      s.vq_k_sub_dim = v.dk;
+      s.vq_v_sub_dim = v.dv;
+      s.vq_per_head = v.per_head;
+      s.seed = ++seed;
+      DecodeCase c = MakeDecodeCase(s);
+      DeviceDecodeCase dev(c);
+      dev.PoisonOutput();
+      std::string err = cuda::LaunchDecodeAttention(ToKernelFormat(s.format), dev.params(), nullptr);
+      VQ_CUDA_CHECK(cudaDeviceSynchronize());
+      double rel = err.empty() ? RelativeError(dev.Output(), ReferenceDecodeAttention(c)) : INFINITY;
+      const bool ok = rel <= 1e-3;
+      ++cases;
+      failures += !ok;
+      if (rel > worst) worst = rel;
+      std::printf("%-22s D=128 G=4 len=131149 rel_err=%.3e %s %s\n", v.name, rel, ok ? "ok" : "FAIL", err.c_str());
+    }
+  }
+  std::printf("decode_check: %d cases, %d failures, worst relative error %.3e\n", cases, failures, worst);
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace vqserve::testing
+
+int main(int argc, char** argv) {
+  bool with_long = argc > 1 && std::strcmp(argv[1], "--long") == 0;
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    std::printf("decode_check: no cuda device\n");
+    return 2;
+  }
+  return vqserve::testing::Run(with_long);
+}

@@ -1,0 +1,112 @@
+#ifndef VQSERVE_BENCH_CUDA_DEVICE_CASE_H_
+#define VQSERVE_BENCH_CUDA_DEVICE_CASE_H_
+
+// copies a host DecodeCase (tests/util/decode_case.h) to the gpu and fills the kernels' params.
+
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <vector>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/decode_attention.h"
+#include "tests/util/decode_case.h"
+
+namespace vqserve::testing {
+
+inline cuda::KvPageFormat ToKernelFormat(DecodeFormat f) {
+  switch (f) {
+    case DecodeFormat::kFp16:
+      return cuda::KvPageFormat::kFp16;
+    case DecodeFormat::kKivi:
+      return cuda::KvPageFormat::kKivi;
+    case DecodeFormat::kVecInfer:
+      return cuda::KvPageFormat::kVecInfer;
+  }
+  return cuda::KvPageFormat::kFp16;
+}
+
+// device copies of one case; freed on destruction.
+class DeviceDecodeCase {
+ public:
+  explicit DeviceDecodeCase(const DecodeCase& c) {
+    const DecodeCaseSpec& s = c.spec;
+    cuda::DecodeAttentionParams& p = params_;
+    p.batch = c.batch;
+    p.num_heads = s.num_heads;
+    p.num_kv_heads = s.num_kv_heads;
+    p.head_dim = s.head_dim;
+    p.scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+    p.q = Upload(c.q);
+    p.q_tilde = Upload(c.q_tilde);
+    p.q_head_stride = s.head_dim;
+    p.q_batch_stride = static_cast<int64_t>(s.num_heads) * s.head_dim;
+    out_elems_ = c.q.size();
+    p.out = Alloc<float>(out_elems_);
+    p.out_head_stride = s.head_dim;
+    p.out_batch_stride = static_cast<int64_t>(s.num_heads) * s.head_dim;
+    p.pages = Upload(c.pages);
+    p.page_stride = static_cast<int64_t>(c.page_bytes);
+    p.layer_offset = static_cast<int64_t>(s.layer) * c.layer_page_bytes;
+    p.page_tokens = c.page_tokens;
+    p.block_tables = Upload(c.block_tables);
+    p.block_table_stride = c.block_table_stride;
+    p.coded_lens = Upload(c.coded_lens);
+    for (int n : c.coded_lens) p.max_coded_len = n > p.max_coded_len ? n : p.max_coded_len;
+    p.res_k = Upload(c.ring_k);
+    p.res_v = Upload(c.ring_v);
+    p.res_head_stride = s.head_dim;
+    p.res_token_stride = static_cast<int64_t>(s.num_kv_heads) * s.head_dim;
+    p.res_slot_stride = p.res_token_stride * c.ring_tokens;
+    p.res_ring_tokens = c.ring_tokens;
+    p.slots = Upload(c.slots);
+    p.res_lens = Upload(c.res_lens);
+    p.kivi_bits = s.kivi_bits;
+    if (!c.k_codebook.empty()) {
+      p.vq_k_codebook = Upload(c.k_codebook);
+      p.vq_v_codebook = Upload(c.v_codebook);
+      p.vq_k_codebook_head_stride = s.vq_per_head ? 256 * s.head_dim : 0;
+      p.vq_v_codebook_head_stride = s.vq_per_head ? 256 * s.head_dim : 0;
+    }
+    p.vq_k_sub_dim = s.vq_k_sub_dim;
+    p.vq_v_sub_dim = s.vq_v_sub_dim;
+    p.workspace = Alloc<float>(cuda::DecodeWorkspaceFloats(c.batch, s.num_heads, s.head_dim));
+  }
+  ~DeviceDecodeCase() {
+    for (void* ptr : owned_) cudaFree(ptr);
+  }
+  DeviceDecodeCase(const DeviceDecodeCase&) = delete;
+  DeviceDecodeCase& operator=(const DeviceDecodeCase&) = delete;
+
+  cuda::DecodeAttentionParams& params() { return params_; }
+  // fills the output with nan so that unwritten elements show.
+  void PoisonOutput() { VQ_CUDA_CHECK(cudaMemset(params_.out, 0xff, out_elems_ * sizeof(float))); }
+  std::vector<float> Output() const {
+    std::vector<float> out(out_elems_);
+    VQ_CUDA_CHECK(cudaMemcpy(out.data(), params_.out, out_elems_ * sizeof(float), cudaMemcpyDeviceToHost));
+    return out;
+  }
+
+ private:
+  template <class T>
+  T* Alloc(size_t n) {
+    void* ptr = nullptr;
+    VQ_CUDA_CHECK(cudaMalloc(&ptr, n * sizeof(T) + 16));
+    owned_.push_back(ptr);
+    return static_cast<T*>(ptr);
+  }
+  template <class T>
+  T* Upload(const std::vector<T>& v) {
+    T* d = Alloc<T>(v.size());
+    if (!v.empty()) VQ_CUDA_CHECK(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+    return d;
+  }
+
+  cuda::DecodeAttentionParams params_;
+  size_t out_elems_ = 0;
+  std::vector<void*> owned_;
+};
+
+}  // namespace vqserve::testing
+
+#endif  // VQSERVE_BENCH_CUDA_DEVICE_CASE_H_

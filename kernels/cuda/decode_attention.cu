@@ -1,0 +1,161 @@
+// run-time dispatch of decode attention: validates the params, picks heads per block and the
+// split count, and turns (format, head_dim, sub-vector sizes, heads per block) into template
+// constants in one switch.
+#include "kernels/cuda/decode_attention.h"
+
+#include <string>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/decode_attention_common.cuh"
+#include "kernels/cuda/decode_attention_instances.h"
+
+namespace vqserve::cuda {
+namespace {
+
+int SmCount() {
+  static int count = [] {
+    int dev = 0, n = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+      return 132;
+    }
+    return n;
+  }();
+  return count;
+}
+
+// largest divisor of group that is <= limit.
+int HeadsPerBlock(int group, int limit) {
+  for (int hb = limit < group ? limit : group; hb > 1; --hb) {
+    if (group % hb == 0) return hb;
+  }
+  return 1;
+}
+int PowerOfTwoAtLeast(int n) {
+  int p = 1;
+  while (p < n) p <<= 1;
+  return p;
+}
+
+// heads per block for a format: the vecinfer lut (256 x Mk x HBP floats) stays <= 128 KB.
+int HeadsPerBlockFor(KvPageFormat f, const DecodeAttentionParams& p) {
+  const int group = p.num_heads / p.num_kv_heads;
+  int limit = 8;
+  if (f == KvPageFormat::kVecInfer) {
+    const int mk = p.head_dim / p.vq_k_sub_dim;
+    limit = 128 / mk < 8 ? 128 / mk : 8;
+  }
+  return HeadsPerBlock(group, limit);
+}
+
+template <int D>
+std::string DispatchDense(bool kivi, const DecodeAttentionParams& p, int hb, int splits,
+                          cudaStream_t s) {
+  switch (PowerOfTwoAtLeast(hb)) {
+    case 1:
+      return kivi ? LaunchPagedDenseDecode<D, 1, true>(p, hb, splits, s)
+                  : LaunchPagedDenseDecode<D, 1, false>(p, hb, splits, s);
+    case 2:
+      return kivi ? LaunchPagedDenseDecode<D, 2, true>(p, hb, splits, s)
+                  : LaunchPagedDenseDecode<D, 2, false>(p, hb, splits, s);
+    case 4:
+      return kivi ? LaunchPagedDenseDecode<D, 4, true>(p, hb, splits, s)
+                  : LaunchPagedDenseDecode<D, 4, false>(p, hb, splits, s);
+    case 8:
+      return kivi ? LaunchPagedDenseDecode<D, 8, true>(p, hb, splits, s)
+                  : LaunchPagedDenseDecode<D, 8, false>(p, hb, splits, s);
+  }
+  return "decode attention: unsupported heads per block";
+}
+
+template <int D, int DK, int DV>
+std::string DispatchVecInferHeads(const DecodeAttentionParams& p, int hb, int splits,
+                                  cudaStream_t s) {
+  constexpr int kMaxHbp = 128 / (D / DK) < 8 ? 128 / (D / DK) : 8;
+  const int hbp = PowerOfTwoAtLeast(hb);
+  if (hbp == 1) return LaunchVecInferDecode<D, DK, DV, 1>(p, hb, splits, s);
+  if (hbp == 2 && kMaxHbp >= 2) return LaunchVecInferDecode<D, DK, DV, (kMaxHbp >= 2 ? 2 : 1)>(p, hb, splits, s);
+  if (hbp == 4 && kMaxHbp >= 4) return LaunchVecInferDecode<D, DK, DV, (kMaxHbp >= 4 ? 4 : 1)>(p, hb, splits, s);
+  if (hbp == 8 && kMaxHbp >= 8) return LaunchVecInferDecode<D, DK, DV, (kMaxHbp >= 8 ? 8 : 1)>(p, hb, splits, s);
+  return "vecinfer decode: unsupported heads per block";
+}
+
+template <int D>
+std::string DispatchVecInfer(const DecodeAttentionParams& p, int hb, int splits, cudaStream_t s) {
+  const int dk = p.vq_k_sub_dim, dv = p.vq_v_sub_dim;
+  if (dk == 2 && dv == 2) return DispatchVecInferHeads<D, 2, 2>(p, hb, splits, s);
+  if (dk == 4 && dv == 4) return DispatchVecInferHeads<D, 4, 4>(p, hb, splits, s);
+  if (dk == 8 && dv == 8) return DispatchVecInferHeads<D, 8, 8>(p, hb, splits, s);
+  if (dk == 4 && dv == 8) return DispatchVecInferHeads<D, 4, 8>(p, hb, splits, s);
+  return "vecinfer decode: supported (k, v) sub-vector sizes are (2,2) (4,4) (8,8) (4,8), got (" +
+         std::to_string(dk) + "," + std::to_string(dv) + ")";
+}
+
+std::string Validate(KvPageFormat f, const DecodeAttentionParams& p) {
+  if (p.head_dim != 64 && p.head_dim != 128) return "decode attention: head_dim must be 64 or 128";
+  if (p.num_kv_heads <= 0 || p.num_heads % p.num_kv_heads != 0) {
+    return "decode attention: num_heads must be a multiple of num_kv_heads";
+  }
+  if (p.page_tokens != 32) return "decode attention: page_tokens must be 32";
+  if (p.batch <= 0) return "decode attention: empty batch";
+  if (p.q == nullptr || p.out == nullptr || p.workspace == nullptr || p.coded_lens == nullptr) {
+    return "decode attention: q, out, workspace and coded_lens are required";
+  }
+  if (p.res_lens != nullptr && (p.res_k == nullptr || p.res_v == nullptr || p.slots == nullptr ||
+                                p.res_ring_tokens <= 0)) {
+    return "decode attention: a residual ring needs res_k, res_v, slots and res_ring_tokens";
+  }
+  if (p.num_splits < 0 || p.num_splits > kMaxDecodeSplits) return "decode attention: bad num_splits";
+  if (f == KvPageFormat::kKivi && p.kivi_bits != 2 && p.kivi_bits != 4) {
+    return "kivi decode: bits must be 2 or 4";
+  }
+  if (f == KvPageFormat::kVecInfer &&
+      (p.q_tilde == nullptr || p.vq_k_codebook == nullptr || p.vq_v_codebook == nullptr)) {
+    return "vecinfer decode: q_tilde and both codebooks are required";
+  }
+  return "";
+}
+
+}  // namespace
+
+size_t DecodeWorkspaceFloats(int batch, int num_heads, int head_dim) {
+  return static_cast<size_t>(batch) * num_heads * kWorkspaceSlots * (head_dim + 2);
+}
+
+int ChooseDecodeSplits(KvPageFormat f, const DecodeAttentionParams& p) {
+  if (p.num_splits > 0) return p.num_splits;
+  const int hb = HeadsPerBlockFor(f, p);
+  const int blocks = p.batch * p.num_kv_heads * (p.num_heads / p.num_kv_heads / hb);
+  const int per_sm = f == KvPageFormat::kVecInfer ? 1 : 2;
+  const int target = SmCount() * per_sm;
+  int splits = 1;
+  if (blocks * 5 < target * 4) splits = (target + blocks - 1) / blocks;
+  const int tiles = (p.max_coded_len + kSplitAlign - 1) / kSplitAlign;
+  const int max_by_len = tiles / 2 > 1 ? tiles / 2 : 1;  // at least two tiles per split
+  if (splits > max_by_len) splits = max_by_len;
+  if (splits > kMaxDecodeSplits) splits = kMaxDecodeSplits;
+  return splits < 1 ? 1 : splits;
+}
+
+std::string LaunchDecodeAttention(KvPageFormat f, const DecodeAttentionParams& p,
+                                  cudaStream_t stream) {
+  std::string err = Validate(f, p);
+  if (!err.empty()) return err;
+  const int hb = HeadsPerBlockFor(f, p);
+  const int splits = ChooseDecodeSplits(f, p);
+  switch (f) {
+    case KvPageFormat::kFp16:
+    case KvPageFormat::kKivi:
+      err = p.head_dim == 64 ? DispatchDense<64>(f == KvPageFormat::kKivi, p, hb, splits, stream)
+                             : DispatchDense<128>(f == KvPageFormat::kKivi, p, hb, splits, stream);
+      break;
+    case KvPageFormat::kVecInfer:
+      err = p.head_dim == 64 ? DispatchVecInfer<64>(p, hb, splits, stream)
+                             : DispatchVecInfer<128>(p, hb, splits, stream);
+      break;
+  }
+  if (!err.empty()) return err;
+  return LaunchSplitCombine(p, splits, stream);
+}
+
+}  // namespace vqserve::cuda

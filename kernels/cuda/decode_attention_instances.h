@@ -1,0 +1,28 @@
+#ifndef VQSERVE_KERNELS_CUDA_DECODE_ATTENTION_INSTANCES_H_
+#define VQSERVE_KERNELS_CUDA_DECODE_ATTENTION_INSTANCES_H_
+
+// launchers of every instantiated decode kernel (defined in the *_decode_d*.cu files) and of
+// the split combine; the dispatcher in decode_attention.cu picks one at run time.
+
+#include <string>
+
+#include "kernels/cuda/decode_attention.h"
+
+namespace vqserve::cuda {
+
+// fp16 (kKivi false) or kivi pages, HBP >= hb query heads per block.
+template <int D, int HBP, bool kKivi>
+std::string LaunchPagedDenseDecode(const DecodeAttentionParams& p, int hb, int num_splits,
+                                   cudaStream_t stream);
+
+// vecinfer pages with DK / DV dims per key / value sub-vector.
+template <int D, int DK, int DV, int HBP>
+std::string LaunchVecInferDecode(const DecodeAttentionParams& p, int hb, int num_splits,
+                                 cudaStream_t stream);
+
+// out (b, h, :) = merge of the num_splits + 1 workspace partials of (b, h).
+std::string LaunchSplitCombine(const DecodeAttentionParams& p, int num_splits, cudaStream_t stream);
+
+}  // namespace vqserve::cuda
+
+#endif  // VQSERVE_KERNELS_CUDA_DECODE_ATTENTION_INSTANCES_H_

@@ -1,0 +1,276 @@
+#include "runtime/llama_model.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "kernels/cpu/embedding.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/residual_add.h"
+#include "kernels/cpu/rms_norm.h"
+#include "kernels/cpu/rope.h"
+#include "kernels/cpu/silu_mul.h"
+
+namespace vqserve {
+
+KvShape LlamaModel::kv_shape() const {
+  const ModelConfig& c = config();
+  return KvShape{c.num_layers, c.num_kv_heads, c.num_heads, c.head_dim};
+}
+
+namespace {
+
+// fp32 weights of one transformer block; q/k/v and gate/up are stacked into one matrix each.
+struct LayerWeights {
+  std::vector<float> attn_norm;  // (hidden)
+  std::vector<float> wqkv;       // (q_dim + 2 kv_dim, hidden)
+  std::vector<float> wo;         // (hidden, q_dim)
+  std::vector<float> ffn_norm;   // (hidden)
+  std::vector<float> wgate_up;   // (2 ffn, hidden)
+  std::vector<float> wdown;      // (hidden, ffn)
+};
+
+// the cpu llama forward pass.
+class CpuLlamaModel : public LlamaModel {
+ public:
+  const ModelConfig& config() const override { return config_; }
+  const Tokenizer& tokenizer() const override { return *tokenizer_; }
+  void Forward(std::span<const ForwardSeq> batch, std::vector<float>* logits) override;
+
+  // reads every tensor; errors name the file and the tensor.
+  absl::Status LoadWeights(const GgufFile& file);
+
+  ModelConfig config_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::vector<float> rope_freqs_;
+  std::vector<float> token_embd_;  // (vocab, hidden)
+  std::vector<float> output_;      // (vocab, hidden); empty when tied
+  std::vector<float> output_norm_;
+  std::vector<LayerWeights> layers_;
+
+ private:
+  // activations of the last step, reused between steps.
+  std::vector<float> x_, xn_, qkv_, q_, k_, k_pre_, v_, att_, gu_, h_;
+  std::vector<int32_t> ids_, pos_;
+};
+
+// reads `name` as fp32 and checks that its gguf dims equal `dims`.
+absl::Status ReadChecked(const GgufFile& file, const std::string& name,
+                         std::vector<int64_t> dims, std::vector<float>* out) {
+  const GgufTensor* t = file.FindTensor(name);
+  if (t == nullptr) {
+    return absl::NotFoundError(absl::StrCat(file.path(), ": missing tensor '", name, "'"));
+  }
+  if (t->dims != dims) {
+    return absl::InvalidArgumentError(absl::StrCat(file.path(), ": tensor '", name, "' has dims [",
+                                                   absl::StrJoin(t->dims, ", "), "], expected [",
+                                                   absl::StrJoin(dims, ", "), "]"));
+  }
+  absl::StatusOr<std::vector<float>> data = file.ReadTensorF32(name);
+  if (!data.ok()) return data.status();
+  *out = std::move(*data);
+  return absl::OkStatus();
+}
+
+// reads tensors one after another into a single row-stacked matrix.
+absl::Status ReadStacked(const GgufFile& file, const std::vector<std::string>& names,
+                         const std::vector<int64_t>& rows, int64_t cols, std::vector<float>* out) {
+  out->clear();
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::vector<float> part;
+    if (absl::Status s = ReadChecked(file, names[i], {cols, rows[i]}, &part); !s.ok()) return s;
+    out->insert(out->end(), part.begin(), part.end());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CpuLlamaModel::LoadWeights(const GgufFile& file) {
+  const ModelConfig& c = config_;
+  const int64_t hid = c.hidden_size, qd = int64_t{c.num_heads} * c.head_dim,
+                kvd = int64_t{c.num_kv_heads} * c.head_dim, ffn = c.ffn_size;
+  if (absl::Status s = ReadChecked(file, "token_embd.weight", {hid, c.vocab_size}, &token_embd_);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ReadChecked(file, "output_norm.weight", {hid}, &output_norm_); !s.ok()) {
+    return s;
+  }
+  if (file.FindTensor("output.weight") != nullptr) {
+    if (absl::Status s = ReadChecked(file, "output.weight", {hid, c.vocab_size}, &output_);
+        !s.ok()) {
+      return s;
+    }
+  }
+  layers_.resize(c.num_layers);
+  for (int l = 0; l < c.num_layers; ++l) {
+    const std::string p = absl::StrCat("blk.", l, ".");
+    LayerWeights& w = layers_[l];
+    absl::Status s = ReadChecked(file, p + "attn_norm.weight", {hid}, &w.attn_norm);
+    if (s.ok()) s = ReadChecked(file, p + "ffn_norm.weight", {hid}, &w.ffn_norm);
+    if (s.ok()) {
+      s = ReadStacked(file, {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"},
+                      {qd, kvd, kvd}, hid, &w.wqkv);
+    }
+    if (s.ok()) s = ReadChecked(file, p + "attn_output.weight", {qd, hid}, &w.wo);
+    if (s.ok()) {
+      s = ReadStacked(file, {p + "ffn_gate.weight", p + "ffn_up.weight"}, {ffn, ffn}, hid,
+                      &w.wgate_up);
+    }
+    if (s.ok()) s = ReadChecked(file, p + "ffn_down.weight", {ffn, hid}, &w.wdown);
+    if (!s.ok()) return s;
+  }
+  cpu::RopeParams rp;
+  rp.rope_dim = c.rope_dim;
+  rp.theta = c.rope_theta;
+  rp.scaling = c.rope_scaling == "llama3" ? "none" : c.rope_scaling;
+  rp.factor = c.rope_scaling_factor;
+  rp.low_freq_factor = c.rope_low_freq_factor;
+  rp.high_freq_factor = c.rope_high_freq_factor;
+  rp.original_context = c.rope_original_context;
+  rope_freqs_ = cpu::RopeFrequencies(rp);
+  if (c.rope_scaling == "llama3") {
+    // llama3 gguf files carry the per-frequency divisors as a tensor.
+    std::vector<float> div;
+    if (file.FindTensor("rope_freqs.weight") != nullptr) {
+      if (absl::Status s = ReadChecked(file, "rope_freqs.weight", {c.rope_dim / 2}, &div);
+          !s.ok()) {
+        return s;
+      }
+      for (int i = 0; i < c.rope_dim / 2; ++i) rope_freqs_[i] /= div[i];
+    } else {
+      rp.scaling = "llama3";
+      rope_freqs_ = cpu::RopeFrequencies(rp);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// grows `v` to at least n elements.
+void Reserve(std::vector<float>* v, size_t n) {
+  if (v->size() < n) v->resize(n);
+}
+
+void CpuLlamaModel::Forward(std::span<const ForwardSeq> batch, std::vector<float>* logits) {
+  const ModelConfig& c = config_;
+  const int hid = c.hidden_size, hd = c.head_dim, nh = c.num_heads, nkv = c.num_kv_heads;
+  const int qd = nh * hd, kvd = nkv * hd, ffn = c.ffn_size, qkvd = qd + 2 * kvd;
+  // concatenate the batch's new tokens.
+  ids_.clear();
+  pos_.clear();
+  std::vector<int> offset(batch.size() + 1, 0);
+  bool all_single = batch.size() > 1;
+  for (size_t b = 0; b < batch.size(); ++b) {
+    const ForwardSeq& s = batch[b];
+    for (size_t i = 0; i < s.tokens.size(); ++i) {
+      if (s.tokens[i] < 0 || s.tokens[i] >= c.vocab_size) {
+        std::fprintf(stderr, "LlamaModel::Forward: token id %d out of range\n", s.tokens[i]);
+        std::abort();
+      }
+      ids_.push_back(s.tokens[i]);
+      pos_.push_back(s.kv.num_cached + static_cast<int>(i));
+    }
+    offset[b + 1] = static_cast<int>(ids_.size());
+    if (s.tokens.size() != 1) all_single = false;
+  }
+  const int n = static_cast<int>(ids_.size());
+  if (n == 0) return;
+  Reserve(&x_, size_t(n) * hid);
+  Reserve(&xn_, size_t(n) * hid);
+  Reserve(&qkv_, size_t(n) * qkvd);
+  Reserve(&q_, size_t(n) * qd);
+  Reserve(&k_, size_t(n) * kvd);
+  Reserve(&k_pre_, size_t(n) * kvd);
+  Reserve(&v_, size_t(n) * kvd);
+  Reserve(&att_, size_t(n) * qd);
+  Reserve(&gu_, size_t(n) * 2 * ffn);
+  Reserve(&h_, size_t(n) * ffn);
+
+  cpu::EmbeddingLookup(token_embd_.data(), hid, ids_.data(), n, x_.data());
+  for (int l = 0; l < c.num_layers; ++l) {
+    const LayerWeights& w = layers_[l];
+    // attention block.
+    cpu::RmsNorm(x_.data(), w.attn_norm.data(), xn_.data(), n, hid, c.rms_eps);
+    cpu::MatMul(xn_.data(), w.wqkv.data(), qkv_.data(), n, hid, qkvd);
+    for (int t = 0; t < n; ++t) {
+      const float* row = qkv_.data() + size_t(t) * qkvd;
+      std::memcpy(q_.data() + size_t(t) * qd, row, sizeof(float) * qd);
+      std::memcpy(k_.data() + size_t(t) * kvd, row + qd, sizeof(float) * kvd);
+      std::memcpy(v_.data() + size_t(t) * kvd, row + qd + kvd, sizeof(float) * kvd);
+    }
+    std::memcpy(k_pre_.data(), k_.data(), sizeof(float) * size_t(n) * kvd);
+    cpu::ApplyRope(q_.data(), n, nh, hd, pos_.data(), rope_freqs_);
+    cpu::ApplyRope(k_.data(), n, nkv, hd, pos_.data(), rope_freqs_);
+    auto attend_one = [&](size_t b) {
+      const ForwardSeq& s = batch[b];
+      const int o = offset[b], m = offset[b + 1] - offset[b];
+      if (m == 0) return;
+      const float* kpre =
+          s.cache->spec().needs_pre_rope_keys ? k_pre_.data() + size_t(o) * kvd : nullptr;
+      s.cache->Append(l, s.kv, m, kpre, k_.data() + size_t(o) * kvd, v_.data() + size_t(o) * kvd);
+      s.cache->Attend(l, s.kv, m, q_.data() + size_t(o) * qd, att_.data() + size_t(o) * qd);
+    };
+    if (all_single) {
+      // decode batch: one query per sequence, spread the sequences over the threads.
+#pragma omp parallel for schedule(dynamic, 1)
+      for (size_t b = 0; b < batch.size(); ++b) attend_one(b);
+    } else {
+      // prefill: the cache spreads each sequence's queries over the threads.
+      for (size_t b = 0; b < batch.size(); ++b) attend_one(b);
+    }
+    cpu::MatMul(att_.data(), w.wo.data(), x_.data(), n, qd, hid, /*accumulate=*/true);
+    // feed-forward block.
+    cpu::RmsNorm(x_.data(), w.ffn_norm.data(), xn_.data(), n, hid, c.rms_eps);
+    cpu::MatMul(xn_.data(), w.wgate_up.data(), gu_.data(), n, hid, 2 * ffn);
+    cpu::SiluMul(gu_.data(), h_.data(), n, ffn);
+    cpu::MatMul(h_.data(), w.wdown.data(), x_.data(), n, ffn, hid, /*accumulate=*/true);
+  }
+  // logits of the requested rows.
+  std::vector<int> rows;
+  for (size_t b = 0; b < batch.size(); ++b) {
+    const ForwardSeq& s = batch[b];
+    if (offset[b + 1] == offset[b]) continue;
+    if (s.want_all_logits) {
+      for (int t = offset[b]; t < offset[b + 1]; ++t) rows.push_back(t);
+    } else if (s.want_logits) {
+      rows.push_back(offset[b + 1] - 1);
+    }
+  }
+  if (rows.empty()) return;
+  const int r = static_cast<int>(rows.size());
+  for (int i = 0; i < r; ++i) {
+    cpu::RmsNorm(x_.data() + size_t(rows[i]) * hid, output_norm_.data(),
+                 xn_.data() + size_t(i) * hid, 1, hid, c.rms_eps);
+  }
+  const size_t base = logits->size();
+  logits->resize(base + size_t(r) * c.vocab_size);
+  const std::vector<float>& out_w = output_.empty() ? token_embd_ : output_;
+  cpu::MatMul(xn_.data(), out_w.data(), logits->data() + base, r, hid, c.vocab_size);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Load(const std::string& path,
+                                                             const LoadOptions& options) {
+  absl::StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(path);
+  if (!file.ok()) return file.status();
+  auto model = std::make_unique<CpuLlamaModel>();
+  absl::StatusOr<ModelConfig> config = ModelConfig::FromGguf(**file);
+  if (!config.ok()) return config.status();
+  model->config_ = *config;
+  absl::StatusOr<std::unique_ptr<Tokenizer>> tok = Tokenizer::FromGguf(**file);
+  if (!tok.ok()) return tok.status();
+  model->tokenizer_ = std::move(*tok);
+  if (absl::Status s = model->LoadWeights(**file); !s.ok()) return s;
+  const int threads = options.num_threads > 0 ? options.num_threads : omp_get_num_procs();
+  omp_set_num_threads(threads);
+  cpu::SetBlasThreads(threads);
+  return std::unique_ptr<LlamaModel>(std::move(model));
+}
+
+}  // namespace vqserve

@@ -1,0 +1,47 @@
+// the vqserve.v1.Inference service on grpc's callback api: one write reactor per Generate call.
+#ifndef VQSERVE_SERVER_GRPC_SERVICE_H_
+#define VQSERVE_SERVER_GRPC_SERVICE_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/status.h"
+#include "proto/vqserve.grpc.pb.h"
+#include "server/api_key_auth.h"
+#include "server/engine.h"
+#include "server/server_metrics.h"
+
+namespace vqserve {
+
+// absl status -> grpc status (same codes, same message).
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+class InferenceService final : public v1::Inference::CallbackService {
+ public:
+  // engine, auth and metrics (may be null) must outlive the service.
+  InferenceService(Engine* engine, const ApiKeyAuth* auth, ServerMetrics* metrics)
+      : engine_(engine), auth_(auth), metrics_(metrics) {}
+
+  grpc::ServerWriteReactor<v1::GenerateResponse>* Generate(
+      grpc::CallbackServerContext* context, const v1::GenerateRequest* request) override;
+  grpc::ServerUnaryReactor* GetModelInfo(grpc::CallbackServerContext* context,
+                                         const v1::GetModelInfoRequest* request,
+                                         v1::ModelInfo* response) override;
+  grpc::ServerUnaryReactor* Tokenize(grpc::CallbackServerContext* context,
+                                     const v1::TokenizeRequest* request,
+                                     v1::TokenizeResponse* response) override;
+  grpc::ServerUnaryReactor* Abort(grpc::CallbackServerContext* context,
+                                  const v1::AbortRequest* request,
+                                  v1::AbortResponse* response) override;
+
+ private:
+  grpc::Status Authorize(grpc::CallbackServerContext* context) const;
+  void CountError(const grpc::Status& status) const;
+
+  Engine* engine_;
+  const ApiKeyAuth* auth_;
+  ServerMetrics* metrics_;
+};
+
+}  // namespace vqserve
+
+#endif  // VQSERVE_SERVER_GRPC_SERVICE_H_

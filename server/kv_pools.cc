@@ -1,0 +1,46 @@
+#include "server/kv_pools.h"
+
+#include "absl/strings/str_cat.h"
+#include "runtime/fp16_codec.h"
+#include "runtime/kivi_codec.h"
+#include "runtime/paged_kv_cache.h"
+
+namespace vqserve {
+
+absl::StatusOr<std::unique_ptr<KvCodec>> MakeBuiltinCodec(const std::string& name,
+                                                          const KvShape& shape) {
+  if (name == "fp16") return MakeFp16Codec(shape);
+  if (name == "kivi-k2v2") return MakeKiviCodec(shape, 2);
+  if (name == "kivi-k4v4") return MakeKiviCodec(shape, 4);
+  return absl::InvalidArgumentError(absl::StrCat("kv codec '", name, "' is not built in"));
+}
+
+absl::StatusOr<std::vector<std::unique_ptr<KvCache>>> MakeKvPools(
+    const std::vector<std::string>& codecs, const CodecMaker& make, size_t kv_memory_bytes,
+    int num_slots, int min_pages) {
+  if (codecs.empty()) return absl::InvalidArgumentError("no kv codec enabled");
+  const size_t share = kv_memory_bytes / codecs.size();
+  std::vector<std::unique_ptr<KvCache>> pools;
+  for (const std::string& name : codecs) {
+    // a one-page probe gives the exact page and ring sizes of this codec.
+    absl::StatusOr<std::unique_ptr<KvCodec>> probe_codec = make(name);
+    if (!probe_codec.ok()) return probe_codec.status();
+    auto probe = MakePagedKvCache(std::move(*probe_codec), 1, 1);
+    const KvCacheSpec spec = probe->spec();
+    probe.reset();
+    const size_t fixed = spec.fixed_bytes + spec.slot_bytes * num_slots;
+    if (share < fixed + spec.page_bytes * min_pages) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "kv memory: ", share, " bytes for codec ", name, " cannot hold ", num_slots,
+          " residual rings (", spec.slot_bytes, " bytes each) and ", min_pages, " pages (",
+          spec.page_bytes, " bytes each); raise --kv-memory or lower --max-num-seqs"));
+    }
+    const int num_pages = static_cast<int>((share - fixed) / spec.page_bytes);
+    absl::StatusOr<std::unique_ptr<KvCodec>> codec = make(name);
+    if (!codec.ok()) return codec.status();
+    pools.push_back(MakePagedKvCache(std::move(*codec), num_pages, num_slots));
+  }
+  return pools;
+}
+
+}  // namespace vqserve

@@ -1,0 +1,33 @@
+// sizes and builds the paged kv caches (one pool per codec) from a byte budget.
+#ifndef VQSERVE_SERVER_KV_POOLS_H_
+#define VQSERVE_SERVER_KV_POOLS_H_
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/kv_cache.h"
+#include "runtime/kv_codec.h"
+
+namespace vqserve {
+
+// makes a codec by name (e.g. from the codec factory with the deployment's codebooks).
+using CodecMaker = std::function<absl::StatusOr<std::unique_ptr<KvCodec>>(const std::string&)>;
+
+// codecs that need no codebooks: "fp16", "kivi-k2v2", "kivi-k4v4".
+absl::StatusOr<std::unique_ptr<KvCodec>> MakeBuiltinCodec(const std::string& name,
+                                                          const KvShape& shape);
+
+// one cache per codec; `kv_memory_bytes` is split evenly among them and each pool gets
+// `num_slots` residual rings plus as many pages as the rest of its share holds. fails (naming
+// the codec) when a share cannot hold the rings and `min_pages` pages.
+absl::StatusOr<std::vector<std::unique_ptr<KvCache>>> MakeKvPools(
+    const std::vector<std::string>& codecs, const CodecMaker& make, size_t kv_memory_bytes,
+    int num_slots, int min_pages = 1);
+
+}  // namespace vqserve
+
+#endif  // VQSERVE_SERVER_KV_POOLS_H_

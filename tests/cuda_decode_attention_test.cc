@@ -1,0 +1,214 @@
+// cuda decode attention against (1) a float64 decode-then-attend of the documented page formats
+// and (2) the cpu codecs themselves (pages written by their EncodePage, cpu AttendPages as the
+// reference). skips itself where there is no cuda device.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#if VQSERVE_WITH_CUDA
+#include "bench/cuda/device_case.h"
+#include "kernels/cpu/hadamard.h"
+#include "kernels/cuda/decode_attention.h"
+#include "runtime/fp16_codec.h"
+#include "runtime/kivi_codec.h"
+#include "runtime/kv_codec.h"
+#include "runtime/vecinfer_codec.h"
+#include "tests/util/decode_case.h"
+#include "tests/util/decode_reference.h"
+#endif
+
+namespace vqserve {
+namespace {
+
+#if VQSERVE_WITH_CUDA
+
+bool HaveDevice() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+struct FormatCase {
+  const char* name;
+  testing::DecodeFormat format;
+  int kivi_bits, dk, dv, residual;
+};
+
+class CudaDecodeReferenceTest
+    : public ::testing::TestWithParam<std::tuple<FormatCase, int /*head_dim*/, int /*group*/>> {};
+
+TEST_P(CudaDecodeReferenceTest, MatchesFloat64Reference) {
+  if (!HaveDevice()) GTEST_SKIP() << "no cuda device on this machine";
+  const auto [fc, head_dim, group] = GetParam();
+  for (int splits : {0, 7}) {
+    testing::DecodeCaseSpec s;
+    s.format = fc.format;
+    s.num_kv_heads = 2;
+    s.num_heads = 2 * group;
+    s.head_dim = head_dim;
+    s.lens = {1, 31, 33, 161, 1000, 4133};
+    s.residual_tokens = fc.residual;
+    s.kivi_bits = fc.kivi_bits;
+    s.vq_k_sub_dim = fc.dk;
+    s.vq_v_sub_dim = fc.dv;
+    s.seed = 100 + head_dim + group + splits;
+    testing::DecodeCase c = testing::MakeDecodeCase(s);
+    testing::DeviceDecodeCase dev(c);
+    dev.params().num_splits = splits;
+    dev.PoisonOutput();
+    ASSERT_EQ(cuda::LaunchDecodeAttention(testing::ToKernelFormat(s.format), dev.params(), nullptr), "");
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_LE(testing::RelativeError(dev.Output(), testing::ReferenceDecodeAttention(c)), 1e-3)
+        << fc.name << " D=" << head_dim << " G=" << group << " splits=" << splits;
+  }
+}
+
+const FormatCase kFormats[] = {
+    {"fp16", testing::DecodeFormat::kFp16, 2, 4, 4, 0},
+    {"kivi2", testing::DecodeFormat::kKivi, 2, 4, 4, 128},
+    {"kivi4", testing::DecodeFormat::kKivi, 4, 4, 4, 128},
+    {"vecinfer_k2v2", testing::DecodeFormat::kVecInfer, 2, 4, 4, 128},
+    {"vecinfer_k4v4", testing::DecodeFormat::kVecInfer, 2, 2, 2, 128},
+    {"vecinfer_k1v1", testing::DecodeFormat::kVecInfer, 2, 8, 8, 128},
+    {"vecinfer_k2v1", testing::DecodeFormat::kVecInfer, 2, 4, 8, 128},
+};
+
+INSTANTIATE_TEST_SUITE_P(
+    AllFormats, CudaDecodeReferenceTest,
+    ::testing::Combine(::testing::ValuesIn(kFormats), ::testing::Values(64, 128),
+                       ::testing::Values(1, 3, 4, 8)),
+    [](const auto& info) {
+      return std::string(std::get<0>(info.param).name) + "_d" + std::to_string(std::get<1>(info.param)) +
+             "_g" + std::to_string(std::get<2>(info.param));
+    });
+
+// pages written by a cpu codec, attended on the gpu and by the codec's own AttendPages.
+void CompareWithCpuCodec(const KvCodec& codec, const VecInferCodebooks* vq, int layer, int n) {
+  const KvShape& shape = codec.shape();
+  const int H = shape.num_kv_heads, NH = shape.num_heads, D = shape.head_dim, P = codec.page_tokens();
+  const int R = codec.residual_tokens();
+  std::mt19937 rng(static_cast<unsigned>(n + D));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> k(static_cast<size_t>(n) * H * D), v(k.size()), q(static_cast<size_t>(NH) * D);
+  for (float& x : k) x = normal(rng);
+  for (float& x : v) x = normal(rng);
+  for (float& x : q) x = normal(rng);
+  KvCacheSpec spec;
+  spec.page_tokens = P;
+  spec.residual_tokens = R;
+  const int coded = CodedTokens(spec, n), pages = coded / P;
+  const size_t lpb = codec.LayerPageBytes(), page_bytes = lpb * shape.num_layers;
+  // page j of the sequence lives at pool page pages - 1 - j (a non-trivial block table).
+  std::vector<uint8_t> pool(page_bytes * (pages + 1), 0);
+  std::vector<int32_t> table(pages + 1, 0);
+  std::vector<const uint8_t*> slices(pages);
+  for (int j = 0; j < pages; ++j) {
+    table[j] = pages - 1 - j;
+    uint8_t* slice = pool.data() + table[j] * page_bytes + layer * lpb;
+    codec.EncodePage(layer, j * P, &k[static_cast<size_t>(j) * P * H * D], &v[static_cast<size_t>(j) * P * H * D], slice);
+    slices[j] = slice;
+  }
+  // residual ring (fp16) and the cpu reference.
+  const int nres = n - coded, ring = R + P;
+  std::vector<uint16_t> rk(static_cast<size_t>(ring) * H * D), rv(rk.size());
+  std::vector<float> kd(static_cast<size_t>(nres) * H * D), vd(kd.size());
+  for (int t = 0; t < nres; ++t) {
+    for (int e = 0; e < H * D; ++e) {
+      const size_t src = static_cast<size_t>(coded + t) * H * D + e;
+      const size_t dst = static_cast<size_t>((coded + t) % ring) * H * D + e;
+      rk[dst] = testing::FloatToHalfBits(k[src]);
+      rv[dst] = testing::FloatToHalfBits(v[src]);
+      kd[static_cast<size_t>(t) * H * D + e] = testing::HalfBitsToFloat(rk[dst]);
+      vd[static_cast<size_t>(t) * H * D + e] = testing::HalfBitsToFloat(rv[dst]);
+    }
+  }
+  std::vector<float> m(NH, -std::numeric_limits<float>::infinity()), l(NH, 0.0f), acc(static_cast<size_t>(NH) * D, 0.0f);
+  SoftmaxState state{m.data(), l.data(), acc.data()};
+  if (coded > 0) codec.AttendPages(layer, slices.data(), coded, q.data(), n - 1, &state);
+  if (nres > 0) AttendDense(shape, q.data(), kd.data(), vd.data(), nres, &state);
+  std::vector<float> ref_out(static_cast<size_t>(NH) * D);
+  FinishSoftmax(shape, state, ref_out.data());
+
+  // gpu: the same pages, table and ring.
+  testing::DecodeCase c;
+  c.batch = 1;
+  c.spec.num_heads = NH;
+  c.spec.num_kv_heads = H;
+  c.spec.head_dim = D;
+  c.spec.layer = layer;
+  c.page_bytes = page_bytes;
+  c.layer_page_bytes = lpb;
+  c.pages = pool;
+  c.block_table_stride = pages + 1;
+  c.block_tables = table;
+  c.coded_lens = {coded};
+  c.res_lens = {nres};
+  c.slots = {0};
+  c.ring_tokens = ring;
+  c.ring_k = rk;
+  c.ring_v = rv;
+  c.q = q;
+  c.q_tilde = q;
+  cuda::KvPageFormat format = cuda::KvPageFormat::kFp16;
+  if (vq != nullptr) {
+    format = cuda::KvPageFormat::kVecInfer;
+    // q~ = H (q * lambda) per query head with its kv head's lambda.
+    for (int qh = 0; qh < NH; ++qh) {
+      const float* lam = vq->lambda.data() + (static_cast<size_t>(layer) * H + qh / (NH / H)) * D;
+      float* qt = c.q_tilde.data() + static_cast<size_t>(qh) * D;
+      for (int i = 0; i < D; ++i) qt[i] = q[static_cast<size_t>(qh) * D + i] * lam[i];
+      if (vq->options.hadamard) kernels::FastWalshHadamard(qt, D);
+    }
+    const size_t kbook = static_cast<size_t>(256) * D;
+    c.k_codebook.assign(vq->k_centroids.begin() + layer * kbook, vq->k_centroids.begin() + (layer + 1) * kbook);
+    c.v_codebook.assign(vq->v_centroids.begin() + layer * kbook, vq->v_centroids.begin() + (layer + 1) * kbook);
+    c.spec.vq_k_sub_dim = 4;
+    c.spec.vq_v_sub_dim = 4;
+  } else if (codec.name().rfind("kivi", 0) == 0) {
+    format = cuda::KvPageFormat::kKivi;
+    c.spec.kivi_bits = 2;
+  }
+  testing::DeviceDecodeCase dev(c);
+  dev.PoisonOutput();
+  ASSERT_EQ(cuda::LaunchDecodeAttention(format, dev.params(), nullptr), "");
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<double> ref(ref_out.begin(), ref_out.end());
+  EXPECT_LE(testing::RelativeError(dev.Output(), ref), 1e-3) << codec.name() << " n=" << n;
+}
+
+TEST(CudaDecodeCpuCodecTest, MatchesCpuCodecs) {
+  if (!HaveDevice()) GTEST_SKIP() << "no cuda device on this machine";
+  for (int d : {64, 128}) {
+    KvShape shape{2, 2, 6, d};
+    for (int n : {5, 200, 1000}) {
+      CompareWithCpuCodec(*MakeFp16Codec(shape), nullptr, 1, n);
+      CompareWithCpuCodec(*MakeKiviCodec(shape, 2), nullptr, 1, n);
+      auto books = std::make_shared<VecInferCodebooks>();
+      books->options.k_bits = 2;
+      books->options.v_bits = 2;
+      books->shape = shape;
+      std::mt19937 rng(3);
+      std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+      books->lambda.resize(static_cast<size_t>(2) * 2 * d);
+      for (float& x : books->lambda) x = 0.5f + 0.5f * (u(rng) + 1.0f);
+      books->k_centroids.resize(static_cast<size_t>(2) * 256 * d);
+      books->v_centroids.resize(books->k_centroids.size());
+      for (float& x : books->k_centroids) x = u(rng);
+      for (float& x : books->v_centroids) x = u(rng);
+      CompareWithCpuCodec(*MakeVecInferCodec(books), books.get(), 1, n);
+    }
+  }
+}
+
+#else  // VQSERVE_WITH_CUDA
+
+TEST(CudaDecodeAttentionTest, NotBuilt) { GTEST_SKIP() << "built without cuda (nvcc not found)"; }
+
+#endif  // VQSERVE_WITH_CUDA
+
+}  // namespace
+}  // namespace vqserve

@@ -1,0 +1,160 @@
+// sampler statistics over many draws against the softmax it is meant to sample.
+#include "runtime/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace vqserve {
+namespace {
+
+std::vector<float> Logits(int n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 2.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// float64 softmax of logits / t.
+std::vector<double> Probs(const std::vector<float>& logits, double t) {
+  double mx = *std::max_element(logits.begin(), logits.end());
+  std::vector<double> p(logits.size());
+  double z = 0;
+  for (size_t i = 0; i < p.size(); ++i) z += (p[i] = std::exp((logits[i] - mx) / t));
+  for (double& x : p) x /= z;
+  return p;
+}
+
+std::vector<int> Order(const std::vector<double>& p) {
+  std::vector<int> idx(p.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = int(i);
+  std::sort(idx.begin(), idx.end(), [&](int a, int b) { return p[a] > p[b]; });
+  return idx;
+}
+
+TEST(SamplerTest, GreedyPicksArgmaxAndReportsLogprobs) {
+  std::vector<float> logits = Logits(1000, 1);
+  SamplingParams params;
+  params.logprobs = 5;
+  Sampler sampler(params);
+  SampledToken t = sampler.Sample(logits, {});
+  const int arg = int(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  EXPECT_EQ(t.id, arg);
+  std::vector<double> p = Probs(logits, 1.0);
+  EXPECT_NEAR(t.logprob, std::log(p[arg]), 1e-4);
+  std::vector<int> order = Order(p);
+  ASSERT_EQ(t.top_logprobs.size(), 5u);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(t.top_logprobs[i].first, order[i]);
+    EXPECT_NEAR(t.top_logprobs[i].second, std::log(p[order[i]]), 1e-4);
+  }
+}
+
+TEST(SamplerTest, RepetitionPenaltyDividesPositiveAndMultipliesNegative) {
+  std::vector<float> logits = {3.0f, 2.5f, -1.0f, -1.2f};
+  SamplingParams params;
+  params.repetition_penalty = 1.5f;
+  Sampler sampler(params);
+  // 3 / 1.5 = 2 < 2.5: token 1 wins once token 0 is penalized.
+  EXPECT_EQ(sampler.Sample(logits, std::vector<int32_t>{0, 0}).id, 1);
+  // all negative: -1 * 1.5 = -1.5 < -1.2.
+  std::vector<float> neg = {-5.0f, -5.0f, -1.0f, -1.2f};
+  EXPECT_EQ(sampler.Sample(neg, std::vector<int32_t>{2}).id, 3);
+}
+
+TEST(SamplerTest, TemperatureFrequenciesMatchSoftmax) {
+  std::vector<float> logits = Logits(20, 2);
+  const double t = 0.7;
+  SamplingParams params;
+  params.temperature = float(t);
+  params.seed = 11;
+  Sampler sampler(params);
+  const int draws = 100000;
+  std::vector<int> count(20, 0);
+  for (int i = 0; i < draws; ++i) ++count[sampler.Sample(logits, {}).id];
+  std::vector<double> p = Probs(logits, t);
+  for (int i = 0; i < 20; ++i) {
+    const double sigma = std::sqrt(p[i] * (1 - p[i]) / draws);
+    EXPECT_NEAR(double(count[i]) / draws, p[i], 5 * sigma + 1e-4) << i;
+  }
+}
+
+TEST(SamplerTest, TopKTopPMinPSetsAreRespected) {
+  std::vector<float> logits = Logits(2000, 3);
+  std::vector<double> p = Probs(logits, 1.0);
+  std::vector<int> order = Order(p);
+  // top-k: only the k most likely.
+  {
+    SamplingParams params;
+    params.temperature = 1.0f;
+    params.top_k = 7;
+    params.seed = 1;
+    Sampler sampler(params);
+    std::set<int> allowed(order.begin(), order.begin() + 7), seen;
+    for (int i = 0; i < 2000; ++i) seen.insert(sampler.Sample(logits, {}).id);
+    for (int id : seen) EXPECT_TRUE(allowed.count(id)) << id;
+    EXPECT_EQ(seen.size(), 7u);
+  }
+  // top-p: the smallest most-likely prefix whose mass reaches p.
+  {
+    SamplingParams params;
+    params.temperature = 1.0f;
+    params.top_p = 0.5f;
+    params.seed = 2;
+    Sampler sampler(params);
+    size_t cut = 0;
+    double cum = 0;
+    while (cum < 0.5) cum += p[order[cut++]];
+    std::set<int> allowed(order.begin(), order.begin() + cut);
+    std::map<int, int> seen;
+    const int draws = 10000;
+    for (int i = 0; i < draws; ++i) ++seen[sampler.Sample(logits, {}).id];
+    for (auto [id, c] : seen) EXPECT_TRUE(allowed.count(id)) << id;
+    // renormalized frequencies within the kept set.
+    for (int id : allowed) {
+      const double want = p[id] / cum;
+      EXPECT_NEAR(double(seen[id]) / draws, want, 5 * std::sqrt(want * (1 - want) / draws) + 1e-3);
+    }
+  }
+  // min-p: tokens at least min_p times as likely as the best.
+  {
+    SamplingParams params;
+    params.temperature = 1.0f;
+    params.min_p = 0.2f;
+    params.seed = 3;
+    Sampler sampler(params);
+    std::set<int> seen;
+    for (int i = 0; i < 2000; ++i) seen.insert(sampler.Sample(logits, {}).id);
+    for (int id : seen) EXPECT_GE(p[id], 0.2 * p[order[0]] * (1 - 1e-6)) << id;
+    size_t expected = 0;
+    for (double x : p) expected += x >= 0.2 * p[order[0]];
+    EXPECT_EQ(seen.size(), expected);
+  }
+}
+
+TEST(SamplerTest, SameSeedSameTokensDifferentSeedDifferentTokens) {
+  std::vector<float> logits = Logits(500, 4);
+  SamplingParams params;
+  params.temperature = 1.0f;
+  params.top_p = 0.95f;
+  params.seed = 42;
+  auto draw = [&](uint64_t seed) {
+    SamplingParams p = params;
+    p.seed = seed;
+    Sampler s(p);
+    std::vector<int32_t> out;
+    for (int i = 0; i < 200; ++i) out.push_back(s.Sample(logits, out).id);
+    return out;
+  };
+  EXPECT_EQ(draw(42), draw(42));
+  EXPECT_NE(draw(42), draw(43));
+}
+
+}  // namespace
+}  // namespace vqserve

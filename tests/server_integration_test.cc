@@ -1,0 +1,223 @@
+// a real server on 127.0.0.1 with the default model: concurrency with mixed codecs against
+// solo runs, cancellations, a kv budget far too small, deadlines and slow readers.
+#include <atomic>
+#include <random>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "tests/test_paths.h"
+#include "tests/util/test_server.h"
+
+namespace vqserve::testing {
+namespace {
+
+// prompts of varied lengths; the long one passes the 128-token residual window so compressed
+// codecs flush pages.
+std::string Prompt(int i) {
+  static const char* kTopics[] = {"the sea", "a small robot", "bread", "winter in the mountains",
+                                  "a red bicycle", "the moon", "old libraries", "rain"};
+  std::string p = std::string("Write a few words about ") + kTopics[i % 8] + ".";
+  if (i % 11 == 3) {
+    for (int k = 0; k < 18; ++k) p += " The quick brown fox jumps over the lazy dog.";
+  }
+  return p;
+}
+
+class ServerIntegrationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (SharedDefaultModel() == nullptr) GTEST_SKIP() << "default model missing";
+  }
+};
+
+TEST_F(ServerIntegrationTest, ConcurrentMixedCodecsMatchSoloRuns) {
+  TestServerConfig cfg;
+  cfg.pools = {{"fp16", 96}, {"kivi-k2v2", 96}, {"kivi-k4v4", 96}};
+  cfg.num_slots = 32;
+  cfg.scheduler.max_num_seqs = 32;
+  TestServer server(cfg);
+  const std::vector<std::string> codecs = {"fp16", "kivi-k2v2", "kivi-k4v4"};
+  constexpr int kStreams = 32;
+  std::vector<v1::GenerateRequest> reqs;
+  for (int i = 0; i < kStreams; ++i) {
+    reqs.push_back(GreedyRequest(Prompt(i), 2 + (i * 5) % 9, codecs[i % codecs.size()]));
+  }
+  std::vector<StreamResult> together(kStreams);
+  {
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kStreams; ++i) {
+      threads.emplace_back([&, i] {
+        auto stub = server.Stub();
+        together[i] = RunGenerate(stub.get(), reqs[i]);
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
+  auto stub = server.Stub();
+  for (int i = 0; i < kStreams; ++i) {
+    SCOPED_TRACE("stream " + std::to_string(i) + " codec " + reqs[i].kv_codec());
+    ASSERT_TRUE(together[i].status.ok()) << together[i].status.error_message();
+    EXPECT_EQ(together[i].finish_reason, v1::FINISH_REASON_LENGTH);
+    EXPECT_EQ(static_cast<int>(together[i].token_ids.size()), reqs[i].max_tokens());
+    EXPECT_EQ(together[i].usage.kv_codec(), reqs[i].kv_codec());
+    StreamResult alone = RunGenerate(stub.get(), reqs[i]);
+    ASSERT_TRUE(alone.status.ok());
+    EXPECT_EQ(together[i].token_ids, alone.token_ids);
+    EXPECT_EQ(together[i].text, alone.text);
+  }
+  EXPECT_TRUE(server.WaitAllFree());
+}
+
+TEST_F(ServerIntegrationTest, RandomCancellationsReturnAllPages) {
+  TestServerConfig cfg;
+  cfg.pools = {{"kivi-k2v2", 64}, {"fp16", 64}};
+  TestServer server(cfg);
+  constexpr int kStreams = 12;
+  std::atomic<int> cancelled{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kStreams; ++i) {
+    threads.emplace_back([&, i] {
+      std::mt19937 rng(i);
+      auto stub = server.Stub();
+      grpc::ClientContext ctx;
+      auto req = GreedyRequest(Prompt(i), 200, i % 2 ? "fp16" : "kivi-k2v2");
+      auto reader = stub->Generate(&ctx, req);
+      int cancel_after = 1 + rng() % 4;
+      v1::GenerateResponse msg;
+      int n = 0;
+      while (reader->Read(&msg)) {
+        if (++n == cancel_after) {
+          ctx.TryCancel();
+          ++cancelled;
+        }
+      }
+      reader->Finish();
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(cancelled.load(), kStreams);
+  EXPECT_TRUE(server.WaitAllFree());
+  // still serving.
+  auto stub = server.Stub();
+  StreamResult r = RunGenerate(stub.get(), GreedyRequest("Hello", 3));
+  EXPECT_TRUE(r.status.ok());
+  EXPECT_EQ(r.token_ids.size(), 3u);
+  EXPECT_TRUE(server.WaitAllFree());
+}
+
+TEST_F(ServerIntegrationTest, DeadlineAbortsAndFreesPages) {
+  TestServer server(TestServerConfig{});
+  auto stub = server.Stub();
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(300));
+  auto reader = stub->Generate(&ctx, GreedyRequest(Prompt(1), 4000));
+  v1::GenerateResponse msg;
+  while (reader->Read(&msg)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_TRUE(server.WaitAllFree());
+}
+
+TEST_F(ServerIntegrationTest, TinyKvBudgetQueuesOrPreemptsAndAllComplete) {
+  // fp16 pages hold 32 tokens: 5 pages = 160 tokens for 8 requests of ~60 tokens each.
+  TestServerConfig cfg;
+  cfg.pools = {{"fp16", 5}};
+  cfg.num_slots = 8;
+  cfg.scheduler.max_num_seqs = 8;
+  TestServer server(cfg);
+  constexpr int kStreams = 8;
+  std::vector<v1::GenerateRequest> reqs;
+  for (int i = 0; i < kStreams; ++i) reqs.push_back(GreedyRequest(Prompt(i), 40));
+  std::vector<StreamResult> together(kStreams);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kStreams; ++i) {
+    threads.emplace_back([&, i] {
+      auto stub = server.Stub();
+      together[i] = RunGenerate(stub.get(), reqs[i]);
+    });
+  }
+  for (auto& t : threads) t.join();
+  auto stub = server.Stub();
+  for (int i = 0; i < kStreams; ++i) {
+    ASSERT_TRUE(together[i].status.ok()) << together[i].status.error_message();
+    EXPECT_EQ(together[i].finish_reason, v1::FINISH_REASON_LENGTH);
+    EXPECT_EQ(together[i].token_ids.size(), 40u);
+  }
+  // the schedule had to queue or preempt; outputs still equal solo runs.
+  EXPECT_GT(server.engine().Snapshot().num_preemptions +
+                static_cast<int64_t>(server.metrics().request_queue_time_seconds().Get().Snap().count),
+            0);
+  for (int i = 0; i < kStreams; i += 3) {
+    StreamResult alone = RunGenerate(stub.get(), reqs[i]);
+    EXPECT_EQ(together[i].token_ids, alone.token_ids) << "stream " << i;
+  }
+  EXPECT_TRUE(server.WaitAllFree());
+}
+
+TEST_F(ServerIntegrationTest, SlowReaderDoesNotStallOthersAndGetsEverything) {
+  TestServer server(TestServerConfig{});
+  auto stub = server.Stub();
+  auto req = GreedyRequest(Prompt(2), 24);
+  StreamResult reference = RunGenerate(stub.get(), req);
+  ASSERT_TRUE(reference.status.ok());
+
+  grpc::ClientContext ctx;
+  auto reader = stub->Generate(&ctx, req);
+  v1::GenerateResponse msg;
+  ASSERT_TRUE(reader->Read(&msg));
+  std::vector<int32_t> ids(msg.token_ids().begin(), msg.token_ids().end());
+  int messages = 1;
+  // while the slow reader sleeps, another request runs to completion.
+  StreamResult other = RunGenerate(stub.get(), GreedyRequest(Prompt(5), 8));
+  EXPECT_TRUE(other.status.ok());
+  EXPECT_EQ(other.token_ids.size(), 8u);
+  while (reader->Read(&msg)) {
+    ids.insert(ids.end(), msg.token_ids().begin(), msg.token_ids().end());
+    ++messages;
+  }
+  EXPECT_TRUE(reader->Finish().ok());
+  EXPECT_EQ(ids, reference.token_ids);
+  EXPECT_LT(messages, 24 + 1);  // tokens produced while not read were coalesced
+  EXPECT_TRUE(server.WaitAllFree());
+}
+
+TEST_F(ServerIntegrationTest, AbortByRequestIdAndStopStrings) {
+  TestServer server(TestServerConfig{});
+  auto stub = server.Stub();
+  // stop strings: the reference text (no stop) contains the stop; with it, the text ends before.
+  auto req = GreedyRequest("Count: one, two, three, four, five, six,", 12);
+  StreamResult full = RunGenerate(stub.get(), req);
+  ASSERT_TRUE(full.status.ok());
+  ASSERT_GE(full.text.size(), 4u);
+  std::string stop = full.text.substr(full.text.size() / 2, 2);
+  req.add_stop(stop);
+  StreamResult stopped = RunGenerate(stub.get(), req);
+  ASSERT_TRUE(stopped.status.ok());
+  EXPECT_EQ(stopped.finish_reason, v1::FINISH_REASON_STOP);
+  EXPECT_EQ(stopped.text, full.text.substr(0, full.text.find(stop)));
+
+  // abort by request id mid-stream.
+  grpc::ClientContext ctx;
+  auto long_req = GreedyRequest(Prompt(0), 4000);
+  long_req.set_request_id("abort-me");
+  auto reader = stub->Generate(&ctx, long_req);
+  v1::GenerateResponse msg;
+  ASSERT_TRUE(reader->Read(&msg));
+  {
+    grpc::ClientContext actx;
+    v1::AbortRequest areq;
+    areq.set_request_id("abort-me");
+    v1::AbortResponse aresp;
+    ASSERT_TRUE(stub->Abort(&actx, areq, &aresp).ok());
+    EXPECT_TRUE(aresp.found());
+  }
+  v1::FinishReason reason = v1::FINISH_REASON_UNSPECIFIED;
+  while (reader->Read(&msg)) reason = msg.finish_reason();
+  EXPECT_TRUE(reader->Finish().ok());
+  EXPECT_EQ(reason, v1::FINISH_REASON_ABORT);
+  EXPECT_TRUE(server.WaitAllFree());
+}
+
+}  // namespace
+}  // namespace vqserve::testing

@@ -1,0 +1,185 @@
+#include "tests/util/codec_check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "runtime/ggml_type.h"
+#include "runtime/kv_cache.h"
+#include "runtime/paged_kv_cache.h"
+
+namespace vqserve::testing {
+
+void SyntheticKv(const KvShape& s, int tokens, uint64_t seed, std::vector<float>* k,
+                 std::vector<float>* v) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int D = s.head_dim, H = s.num_kv_heads;
+  k->resize(static_cast<size_t>(tokens) * H * D);
+  v->resize(k->size());
+  // per (head, channel) scale: mostly ~1, a few outlier channels much larger with an offset.
+  std::vector<float> scale(H * D), offset(H * D);
+  for (int i = 0; i < H * D; ++i) {
+    bool outlier = (i * 7919 + static_cast<int>(seed)) % 13 == 0;
+    scale[i] = outlier ? 8.0f : 0.5f + 0.5f * std::fabs(normal(rng));
+    offset[i] = outlier ? 4.0f : 0.0f;
+  }
+  for (int t = 0; t < tokens; ++t) {
+    for (int i = 0; i < H * D; ++i) {
+      (*k)[static_cast<size_t>(t) * H * D + i] = offset[i] + scale[i] * normal(rng);
+      (*v)[static_cast<size_t>(t) * H * D + i] = 0.7f * normal(rng);
+    }
+  }
+}
+
+CalibrationData SyntheticCalibration(const KvShape& shape, int tokens, uint64_t seed) {
+  CalibrationData data;
+  data.shape = shape;
+  data.layers.resize(shape.num_layers);
+  for (int l = 0; l < shape.num_layers; ++l) {
+    LayerSamples& ls = data.layers[l];
+    SyntheticKv(shape, tokens, seed + 100 * l, &ls.k_rope, &ls.v);
+    ls.num_tokens = tokens;
+    for (int t = 0; t < tokens; ++t) ls.positions.push_back(t);
+  }
+  return data;
+}
+
+std::vector<double> ReferenceAttention(const KvShape& s, const float* q, const float* k,
+                                       const float* v, int n) {
+  const int D = s.head_dim, H = s.num_kv_heads, group = s.num_heads / s.num_kv_heads;
+  std::vector<double> out(static_cast<size_t>(s.num_heads) * D, 0.0);
+  std::vector<double> sc(n);
+  for (int qh = 0; qh < s.num_heads; ++qh) {
+    const int h = qh / group;
+    double mx = -std::numeric_limits<double>::infinity();
+    for (int t = 0; t < n; ++t) {
+      double d = 0;
+      for (int i = 0; i < D; ++i) {
+        d += static_cast<double>(q[qh * D + i]) * k[(static_cast<size_t>(t) * H + h) * D + i];
+      }
+      sc[t] = d / std::sqrt(static_cast<double>(D));
+      mx = std::max(mx, sc[t]);
+    }
+    double sum = 0;
+    for (int t = 0; t < n; ++t) {
+      double p = std::exp(sc[t] - mx);
+      sum += p;
+      for (int i = 0; i < D; ++i) out[qh * D + i] += p * v[(static_cast<size_t>(t) * H + h) * D + i];
+    }
+    for (int i = 0; i < D; ++i) out[qh * D + i] /= sum;
+  }
+  return out;
+}
+
+double MaxHeadRelError(const KvShape& s, const std::vector<double>& a, const float* b) {
+  double worst = 0;
+  const int D = s.head_dim;
+  for (int h = 0; h < s.num_heads; ++h) {
+    double num = 0, den = 0;
+    for (int i = 0; i < D; ++i) {
+      double d = a[h * D + i] - b[h * D + i];
+      num += d * d;
+      den += a[h * D + i] * a[h * D + i];
+    }
+    worst = std::max(worst, std::sqrt(num / std::max(den, 1e-30)));
+  }
+  return worst;
+}
+
+float RoundHalf(float x) { return HalfToFloat(FloatToHalf(x)); }
+
+double CodesVsDequantized(const KvCodec& codec, int layer, const float* k, const float* v, int n,
+                          const float* q) {
+  const KvShape& s = codec.shape();
+  const int P = codec.page_tokens();
+  const int row = s.num_kv_heads * s.head_dim;
+  const int pages = (n + P - 1) / P;
+  std::vector<std::vector<uint8_t>> store(pages, std::vector<uint8_t>(codec.LayerPageBytes()));
+  std::vector<const uint8_t*> ptrs;
+  std::vector<float> dk(static_cast<size_t>(pages) * P * row), dv(dk.size());
+  std::vector<float> pk(static_cast<size_t>(P) * row), pv(pk.size());
+  for (int j = 0; j < pages; ++j) {
+    // the last page may be partial: pad with repeats of its first token.
+    for (int t = 0; t < P; ++t) {
+      int src = std::min(j * P + t, n - 1);
+      std::copy_n(k + static_cast<size_t>(src) * row, row, pk.data() + t * row);
+      std::copy_n(v + static_cast<size_t>(src) * row, row, pv.data() + t * row);
+    }
+    codec.EncodePage(layer, j * P, pk.data(), pv.data(), store[j].data());
+    ptrs.push_back(store[j].data());
+    codec.DecodePage(layer, j * P, store[j].data(), dk.data() + static_cast<size_t>(j) * P * row,
+                     dv.data() + static_cast<size_t>(j) * P * row);
+  }
+  std::vector<float> m(s.num_heads, -std::numeric_limits<float>::infinity()), l(s.num_heads, 0.0f),
+      acc(static_cast<size_t>(s.num_heads) * s.head_dim, 0.0f), out(acc.size());
+  SoftmaxState st{m.data(), l.data(), acc.data()};
+  codec.AttendPages(layer, ptrs.data(), n, q, n, &st);
+  FinishSoftmax(s, st, out.data());
+  return MaxHeadRelError(s, ReferenceAttention(s, q, dk.data(), dv.data(), n), out.data());
+}
+
+PagedCheck CheckPagedDecode(std::unique_ptr<KvCodec> codec, int n, int chunk, uint64_t seed) {
+  const KvShape s = codec->shape();
+  const int row = s.num_kv_heads * s.head_dim;
+  const int qrow = s.num_heads * s.head_dim;
+  std::vector<std::vector<float>> ks(s.num_layers), vs(s.num_layers);
+  for (int l = 0; l < s.num_layers; ++l) SyntheticKv(s, n, seed + 100 * l, &ks[l], &vs[l]);
+  std::vector<float> q, qv;
+  {
+    KvShape qs = s;
+    qs.num_kv_heads = s.num_heads;
+    SyntheticKv(qs, n, seed + 7, &q, &qv);
+    for (float& x : q) x *= 0.1f;
+  }
+  KvCacheSpec probe;
+  probe.page_tokens = codec->page_tokens();
+  probe.residual_tokens = codec->residual_tokens();
+  const int num_pages = PagesForTokens(probe, n) + 1;
+  const KvCodec* raw_codec = codec.get();
+  auto cache = MakePagedKvCache(std::move(codec), num_pages, 1);
+  std::vector<int32_t> table(num_pages);
+  for (int i = 0; i < num_pages; ++i) table[i] = i;
+  std::vector<float> out;
+  int done = 0;
+  PagedCheck result;
+  while (done < n) {
+    const int step = std::min(chunk, n - done);
+    KvSeqRef seq{0, table.data(), num_pages, done};
+    const bool last = done + step == n;
+    for (int l = 0; l < s.num_layers; ++l) {
+      const size_t off = static_cast<size_t>(done) * row;
+      cache->Append(l, seq, step, nullptr, ks[l].data() + off, vs[l].data() + off);
+      out.assign(static_cast<size_t>(step) * qrow, 0.0f);
+      cache->Attend(l, seq, step, q.data() + static_cast<size_t>(done) * qrow, out.data());
+      if (!last) continue;
+      // reference keys/values: decoded pages for coded tokens, fp16-rounded inputs for the rest.
+      const int coded = CodedTokens(cache->spec(), n);
+      const int P = cache->spec().page_tokens;
+      std::vector<float> rk(static_cast<size_t>(n) * row), rv(rk.size());
+      for (int j = 0; j < coded / P; ++j) {
+        raw_codec->DecodePage(l, j * P, cache->page_slice(table[j], l),
+                              rk.data() + static_cast<size_t>(j) * P * row,
+                              rv.data() + static_cast<size_t>(j) * P * row);
+      }
+      for (size_t i = static_cast<size_t>(coded) * row; i < rk.size(); ++i) {
+        rk[i] = RoundHalf(ks[l][i]);
+        rv[i] = RoundHalf(vs[l][i]);
+      }
+      for (int i = 0; i < step; ++i) {
+        const int pos = done + i;
+        const float* qi = q.data() + static_cast<size_t>(pos) * qrow;
+        const float* oi = out.data() + static_cast<size_t>(i) * qrow;
+        auto ref = ReferenceAttention(s, qi, rk.data(), rv.data(), pos + 1);
+        auto exact = ReferenceAttention(s, qi, ks[l].data(), vs[l].data(), pos + 1);
+        result.vs_dequantized = std::max(result.vs_dequantized, MaxHeadRelError(s, ref, oi));
+        result.vs_exact = std::max(result.vs_exact, MaxHeadRelError(s, exact, oi));
+      }
+    }
+    done += step;
+  }
+  return result;
+}
+
+}  // namespace vqserve::testing

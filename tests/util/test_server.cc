@@ -1,0 +1,103 @@
+#include "tests/util/test_server.h"
+
+#include <chrono>
+#include <thread>
+
+#include "runtime/paged_kv_cache.h"
+#include "server/kv_pools.h"
+#include "tests/test_paths.h"
+
+namespace vqserve::testing {
+
+LlamaModel* SharedDefaultModel() {
+  static LlamaModel* model = [] () -> LlamaModel* {
+    std::string path = DefaultModelPath();
+    if (path.empty()) return nullptr;
+    auto m = LlamaModel::Load(path);
+    if (!m.ok()) return nullptr;
+    return m->release();
+  }();
+  return model;
+}
+
+TestServer::TestServer(TestServerConfig config) {
+  LlamaModel* model = SharedDefaultModel();
+  metrics_ = std::make_unique<ServerMetrics>(registry_);
+  std::vector<std::unique_ptr<KvCache>> caches;
+  for (const auto& [codec, pages] : config.pools) {
+    auto c = MakeBuiltinCodec(codec, model->kv_shape());
+    if (!c.ok()) std::abort();
+    caches.push_back(MakePagedKvCache(std::move(*c), pages, config.num_slots));
+  }
+  EngineOptions eo;
+  eo.scheduler = config.scheduler;
+  eo.default_codec = config.pools[0].first;
+  engine_ = std::make_unique<Engine>(model, std::move(caches), eo, metrics_.get());
+  engine_->Start();
+  config.server.host = "127.0.0.1";
+  config.server.port = 0;
+  auto s = InferenceServer::Start(engine_.get(), metrics_.get(), std::move(config.server));
+  if (!s.ok()) std::abort();
+  server_ = std::move(*s);
+}
+
+TestServer::~TestServer() {
+  server_.reset();
+  engine_.reset();
+}
+
+std::shared_ptr<grpc::Channel> TestServer::Channel() const {
+  return grpc::CreateChannel(target(), grpc::InsecureChannelCredentials());
+}
+
+std::unique_ptr<v1::Inference::Stub> TestServer::Stub() const {
+  return v1::Inference::NewStub(Channel());
+}
+
+bool TestServer::WaitAllFree() const {
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < end) {
+    EngineSnapshot s = engine_->Snapshot();
+    bool free = s.num_active == 0;
+    for (const auto& p : s.pools) {
+      free = free && p.pages_free == p.pages_total && p.slots_free == p.slots_total;
+    }
+    if (free) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+StreamResult RunGenerate(v1::Inference::Stub* stub, const v1::GenerateRequest& request,
+                         const std::vector<std::pair<std::string, std::string>>& metadata) {
+  StreamResult r;
+  grpc::ClientContext ctx;
+  for (const auto& [k, v] : metadata) ctx.AddMetadata(k, v);
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+  auto reader = stub->Generate(&ctx, request);
+  v1::GenerateResponse msg;
+  while (reader->Read(&msg)) {
+    ++r.num_messages;
+    r.token_ids.insert(r.token_ids.end(), msg.token_ids().begin(), msg.token_ids().end());
+    r.text += msg.text();
+    if (msg.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) {
+      r.finish_reason = msg.finish_reason();
+      r.usage = msg.usage();
+    }
+  }
+  r.status = reader->Finish();
+  return r;
+}
+
+v1::GenerateRequest GreedyRequest(const std::string& text, int max_tokens,
+                                  const std::string& codec, bool ignore_eos) {
+  v1::GenerateRequest req;
+  req.set_text(text);
+  req.set_temperature(0);
+  req.set_max_tokens(max_tokens);
+  req.set_ignore_eos(ignore_eos);
+  if (!codec.empty()) req.set_kv_codec(codec);
+  return req;
+}
+
+}  // namespace vqserve::testing

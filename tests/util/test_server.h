@@ -1,0 +1,77 @@
+// a real vqserve grpc server on 127.0.0.1 (ephemeral port) over the default model, for tests.
+#ifndef VQSERVE_TESTS_UTIL_TEST_SERVER_H_
+#define VQSERVE_TESTS_UTIL_TEST_SERVER_H_
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "proto/vqserve.grpc.pb.h"
+#include "runtime/llama_model.h"
+#include "server/engine.h"
+#include "server/inference_server.h"
+#include "server/metrics_registry.h"
+#include "server/server_metrics.h"
+
+namespace vqserve::testing {
+
+// the default model, loaded once per test binary (null when models/ lacks it).
+LlamaModel* SharedDefaultModel();
+
+struct TestServerConfig {
+  // codec name and page count of each pool (pool 0 is the default codec).
+  std::vector<std::pair<std::string, int>> pools = {{"fp16", 64}};
+  int num_slots = 32;
+  SchedulerConfig scheduler;
+  ServerOptions server;        // host/port are forced to 127.0.0.1:0
+};
+
+// engine + grpc server; Drain or the destructor shuts it down.
+class TestServer {
+ public:
+  explicit TestServer(TestServerConfig config);
+  ~TestServer();
+
+  Engine& engine() { return *engine_; }
+  InferenceServer& server() { return *server_; }
+  ServerMetrics& metrics() { return *metrics_; }
+  MetricsRegistry& registry() { return registry_; }
+  std::string target() const { return "127.0.0.1:" + std::to_string(server_->port()); }
+  // a plaintext channel to the server.
+  std::shared_ptr<grpc::Channel> Channel() const;
+  std::unique_ptr<v1::Inference::Stub> Stub() const;
+  // polls until every pool has all pages and slots free and nothing is active (true) or 10 s
+  // pass (false).
+  bool WaitAllFree() const;
+
+ private:
+  MetricsRegistry registry_;
+  std::unique_ptr<ServerMetrics> metrics_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<InferenceServer> server_;
+};
+
+// the result of one streamed Generate call.
+struct StreamResult {
+  grpc::Status status;
+  std::vector<int32_t> token_ids;
+  std::string text;
+  int num_messages = 0;
+  v1::FinishReason finish_reason = v1::FINISH_REASON_UNSPECIFIED;
+  v1::Usage usage;
+};
+
+// runs Generate to the end; `metadata` pairs go into the call (e.g. authorization).
+StreamResult RunGenerate(v1::Inference::Stub* stub, const v1::GenerateRequest& request,
+                         const std::vector<std::pair<std::string, std::string>>& metadata = {});
+
+// a greedy request for `text` with `max_tokens` (ignore_eos keeps the length fixed).
+v1::GenerateRequest GreedyRequest(const std::string& text, int max_tokens,
+                                  const std::string& codec = "", bool ignore_eos = true);
+
+}  // namespace vqserve::testing
+
+#endif  // VQSERVE_TESTS_UTIL_TEST_SERVER_H_
