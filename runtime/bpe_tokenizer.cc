@@ -48,7 +48,8 @@ absl::Status BpeTokenizer::Init() {
     std::string s;
     AppendUtf8(byte_to_cp[b], &s);
     auto it = token_ids_.find(s);
-    byte_token_[b] = it == token_ids_.end() ? vocab_.unk_id : it->second;
+    // bytes without a token are dropped from the output, as llama.cpp does.
+    byte_token_[b] = it == token_ids_.end() ? -1 : it->second;
   }
 
   // raw bytes of each token: printable codepoints back to bytes; others (and all

@@ -59,7 +59,7 @@ class BpeTokenizer final : public Tokenizer {
   ChatTemplate chat_template_;
   absl::flat_hash_map<std::string, int32_t> token_ids_;
   absl::flat_hash_map<uint64_t, Merge> merges_;
-  int32_t byte_token_[256];            // token of each byte's printable codepoint
+  int32_t byte_token_[256];            // token of each byte's printable codepoint; -1 if none
   std::vector<std::string> token_bytes_;  // decoded raw bytes of every token
 
   mutable std::mutex cache_mu_;

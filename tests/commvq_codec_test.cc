@@ -183,7 +183,7 @@ TEST_F(CommVqCodecTest, DecodedKeysAreRopeOfPositionFreeReconstruction) {
   codec->DecodePage(0, 0, page.data(), k0.data(), v0.data());
   codec->DecodePage(0, first, page.data(), kp.data(), vp.data());
   EXPECT_EQ(v0, vp);
-  // position 0 decodes the unrotated key; position p is its rope rotation (float64 here).
+  // decoding the same codes at first_pos 4000 instead of 0 rotates every pair by 4000 theta_j.
   const double theta = RealSamples()->rope_theta;
   for (int t = 0; t < P; ++t) {
     for (int h = 0; h < 3; ++h) {
@@ -191,7 +191,7 @@ TEST_F(CommVqCodecTest, DecodedKeysAreRopeOfPositionFreeReconstruction) {
         size_t o = (size_t{1} * t * 3 + h) * 64 + 2 * j;
         double f = static_cast<float>(std::pow(theta, -2.0 * j / 64));
         Cd z0(k0[o], k0[o + 1]), zp(kp[o], kp[o + 1]);
-        Cd want = z0 * std::polar(1.0, (first + t) * f);
+        Cd want = z0 * std::polar(1.0, first * f);  // z0 sits at position t, zp at first + t
         EXPECT_NEAR(zp.real(), want.real(), 1e-5 * (1 + std::abs(z0)));
         EXPECT_NEAR(zp.imag(), want.imag(), 1e-5 * (1 + std::abs(z0)));
       }

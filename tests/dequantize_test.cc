@@ -31,7 +31,7 @@ double Half(const uint8_t* p) { uint16_t h; std::memcpy(&h, p, 2); return HalfTo
 int Nibble(const uint8_t* qs, int i) { return i < 16 ? qs[i] & 15 : qs[i - 16] >> 4; }
 int Bit(const uint8_t* p, int i) { return (p[i / 8] >> (i % 8)) & 1; }
 
-std::vector<float> Run(GgmlType t, const std::vector<uint8_t>& b, int64_t n) {
+std::vector<float> DequantizeAll(GgmlType t, const std::vector<uint8_t>& b, int64_t n) {
   std::vector<float> out(n);
   Dequantize(t, b.data(), out.data(), n);
   return out;
@@ -42,7 +42,7 @@ constexpr int kBlocks = 64;
 TEST(DequantizeTest, Q4_0) {
   auto b = RandomBytes(kBlocks * 18);
   for (int k = 0; k < kBlocks; ++k) PutHalf(&b[k * 18], -2, 2);
-  auto y = Run(GgmlType::kQ4_0, b, kBlocks * 32);
+  auto y = DequantizeAll(GgmlType::kQ4_0, b, kBlocks * 32);
   for (int k = 0; k < kBlocks; ++k)
     for (int i = 0; i < 32; ++i)
       ASSERT_NEAR(y[k * 32 + i], Half(&b[k * 18]) * (Nibble(&b[k * 18 + 2], i) - 8), 1e-5);
@@ -51,7 +51,7 @@ TEST(DequantizeTest, Q4_0) {
 TEST(DequantizeTest, Q4_1) {
   auto b = RandomBytes(kBlocks * 20);
   for (int k = 0; k < kBlocks; ++k) { PutHalf(&b[k * 20], -2, 2); PutHalf(&b[k * 20 + 2], -3, 3); }
-  auto y = Run(GgmlType::kQ4_1, b, kBlocks * 32);
+  auto y = DequantizeAll(GgmlType::kQ4_1, b, kBlocks * 32);
   for (int k = 0; k < kBlocks; ++k)
     for (int i = 0; i < 32; ++i)
       ASSERT_NEAR(y[k * 32 + i], Half(&b[k * 20]) * Nibble(&b[k * 20 + 4], i) + Half(&b[k * 20 + 2]), 1e-5);
@@ -65,8 +65,8 @@ TEST(DequantizeTest, Q5_0AndQ5_1) {
     PutHalf(&b1[k * 24], -2, 2);
     PutHalf(&b1[k * 24 + 2], -2, 2);
   }
-  auto y0 = Run(GgmlType::kQ5_0, b0, kBlocks * 32);
-  auto y1 = Run(GgmlType::kQ5_1, b1, kBlocks * 32);
+  auto y0 = DequantizeAll(GgmlType::kQ5_0, b0, kBlocks * 32);
+  auto y1 = DequantizeAll(GgmlType::kQ5_1, b1, kBlocks * 32);
   for (int k = 0; k < kBlocks; ++k) {
     for (int i = 0; i < 32; ++i) {
       int q0 = Nibble(&b0[k * 22 + 6], i) | (Bit(&b0[k * 22 + 2], i) << 4);
@@ -80,7 +80,7 @@ TEST(DequantizeTest, Q5_0AndQ5_1) {
 TEST(DequantizeTest, Q8_0) {
   auto b = RandomBytes(kBlocks * 34);
   for (int k = 0; k < kBlocks; ++k) PutHalf(&b[k * 34], -1, 1);
-  auto y = Run(GgmlType::kQ8_0, b, kBlocks * 32);
+  auto y = DequantizeAll(GgmlType::kQ8_0, b, kBlocks * 32);
   for (int k = 0; k < kBlocks; ++k)
     for (int i = 0; i < 32; ++i)
       ASSERT_NEAR(y[k * 32 + i], Half(&b[k * 34]) * static_cast<int8_t>(b[k * 34 + 2 + i]), 1e-5);
@@ -99,9 +99,9 @@ TEST(DequantizeTest, F32F16BF16) {
     uint16_t bb = static_cast<uint16_t>(bits >> 16);
     std::memcpy(&bf16[2 * i], &bb, 2);
   }
-  auto a = Run(GgmlType::kF32, f32, x.size());
-  auto h = Run(GgmlType::kF16, f16, x.size());
-  auto bf = Run(GgmlType::kBF16, bf16, x.size());
+  auto a = DequantizeAll(GgmlType::kF32, f32, x.size());
+  auto h = DequantizeAll(GgmlType::kF16, f16, x.size());
+  auto bf = DequantizeAll(GgmlType::kBF16, bf16, x.size());
   for (size_t i = 0; i < x.size(); ++i) {
     EXPECT_EQ(a[i], x[i]);
     EXPECT_NEAR(h[i], x[i], std::fabs(x[i]) * 1.0 / 2048 + 1e-7);  // half ulp of fp16
@@ -125,7 +125,7 @@ TEST(DequantizeTest, HalfConversionsRoundTripAndRoundToNearestEven) {
 TEST(DequantizeTest, Q6_K) {
   auto b = RandomBytes(kBlocks * 210);
   for (int k = 0; k < kBlocks; ++k) PutHalf(&b[k * 210 + 208], -0.1f, 0.1f);
-  auto y = Run(GgmlType::kQ6_K, b, kBlocks * 256);
+  auto y = DequantizeAll(GgmlType::kQ6_K, b, kBlocks * 256);
   for (int k = 0; k < kBlocks; ++k) {
     const uint8_t* blk = &b[k * 210];
     double d = Half(blk + 208);
@@ -149,7 +149,7 @@ TEST(DequantizeTest, Q6_K) {
 TEST(DequantizeTest, Q4_K) {
   auto b = RandomBytes(kBlocks * 144);
   for (int k = 0; k < kBlocks; ++k) { PutHalf(&b[k * 144], -0.1f, 0.1f); PutHalf(&b[k * 144 + 2], -0.1f, 0.1f); }
-  auto y = Run(GgmlType::kQ4_K, b, kBlocks * 256);
+  auto y = DequantizeAll(GgmlType::kQ4_K, b, kBlocks * 256);
   for (int k = 0; k < kBlocks; ++k) {
     const uint8_t* blk = &b[k * 144];
     const uint8_t* s = blk + 4;

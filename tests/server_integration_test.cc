@@ -18,8 +18,8 @@ std::string Prompt(int i) {
   static const char* kTopics[] = {"the sea", "a small robot", "bread", "winter in the mountains",
                                   "a red bicycle", "the moon", "old libraries", "rain"};
   std::string p = std::string("Write a few words about ") + kTopics[i % 8] + ".";
-  if (i % 11 == 3) {
-    for (int k = 0; k < 18; ++k) p += " The quick brown fox jumps over the lazy dog.";
+  if (i % 16 == 3) {
+    for (int k = 0; k < 13; ++k) p += " The quick brown fox jumps over the lazy dog.";
   }
   return p;
 }
@@ -41,7 +41,7 @@ TEST_F(ServerIntegrationTest, ConcurrentMixedCodecsMatchSoloRuns) {
   constexpr int kStreams = 32;
   std::vector<v1::GenerateRequest> reqs;
   for (int i = 0; i < kStreams; ++i) {
-    reqs.push_back(GreedyRequest(Prompt(i), 2 + (i * 5) % 9, codecs[i % codecs.size()]));
+    reqs.push_back(GreedyRequest(Prompt(i), 1 + (i * 5) % 4, codecs[i % codecs.size()]));
   }
   std::vector<StreamResult> together(kStreams);
   {
@@ -73,7 +73,7 @@ TEST_F(ServerIntegrationTest, RandomCancellationsReturnAllPages) {
   TestServerConfig cfg;
   cfg.pools = {{"kivi-k2v2", 64}, {"fp16", 64}};
   TestServer server(cfg);
-  constexpr int kStreams = 12;
+  constexpr int kStreams = 8;
   std::atomic<int> cancelled{0};
   std::vector<std::thread> threads;
   for (int i = 0; i < kStreams; ++i) {
@@ -81,9 +81,9 @@ TEST_F(ServerIntegrationTest, RandomCancellationsReturnAllPages) {
       std::mt19937 rng(i);
       auto stub = server.Stub();
       grpc::ClientContext ctx;
-      auto req = GreedyRequest(Prompt(i), 200, i % 2 ? "fp16" : "kivi-k2v2");
+      auto req = GreedyRequest(Prompt(i), 100, i % 2 ? "fp16" : "kivi-k2v2");
       auto reader = stub->Generate(&ctx, req);
-      int cancel_after = 1 + rng() % 4;
+      int cancel_after = 1 + rng() % 3;
       v1::GenerateResponse msg;
       int n = 0;
       while (reader->Read(&msg)) {
@@ -111,7 +111,7 @@ TEST_F(ServerIntegrationTest, DeadlineAbortsAndFreesPages) {
   auto stub = server.Stub();
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(300));
-  auto reader = stub->Generate(&ctx, GreedyRequest(Prompt(1), 4000));
+  auto reader = stub->Generate(&ctx, GreedyRequest(Prompt(1), 1500));
   v1::GenerateResponse msg;
   while (reader->Read(&msg)) {
   }
@@ -120,15 +120,15 @@ TEST_F(ServerIntegrationTest, DeadlineAbortsAndFreesPages) {
 }
 
 TEST_F(ServerIntegrationTest, TinyKvBudgetQueuesOrPreemptsAndAllComplete) {
-  // fp16 pages hold 32 tokens: 5 pages = 160 tokens for 8 requests of ~60 tokens each.
+  // fp16 pages hold 32 tokens: 3 pages = 96 tokens for 6 requests of ~36 tokens each.
   TestServerConfig cfg;
-  cfg.pools = {{"fp16", 5}};
-  cfg.num_slots = 8;
-  cfg.scheduler.max_num_seqs = 8;
+  cfg.pools = {{"fp16", 3}};
+  cfg.num_slots = 6;
+  cfg.scheduler.max_num_seqs = 6;
   TestServer server(cfg);
-  constexpr int kStreams = 8;
+  constexpr int kStreams = 6;
   std::vector<v1::GenerateRequest> reqs;
-  for (int i = 0; i < kStreams; ++i) reqs.push_back(GreedyRequest(Prompt(i), 40));
+  for (int i = 0; i < kStreams; ++i) reqs.push_back(GreedyRequest(Prompt(i), 24));
   std::vector<StreamResult> together(kStreams);
   std::vector<std::thread> threads;
   for (int i = 0; i < kStreams; ++i) {
@@ -142,13 +142,13 @@ TEST_F(ServerIntegrationTest, TinyKvBudgetQueuesOrPreemptsAndAllComplete) {
   for (int i = 0; i < kStreams; ++i) {
     ASSERT_TRUE(together[i].status.ok()) << together[i].status.error_message();
     EXPECT_EQ(together[i].finish_reason, v1::FINISH_REASON_LENGTH);
-    EXPECT_EQ(together[i].token_ids.size(), 40u);
+    EXPECT_EQ(together[i].token_ids.size(), 24u);
   }
   // the schedule had to queue or preempt; outputs still equal solo runs.
   EXPECT_GT(server.engine().Snapshot().num_preemptions +
                 static_cast<int64_t>(server.metrics().request_queue_time_seconds().Get().Snap().count),
             0);
-  for (int i = 0; i < kStreams; i += 3) {
+  for (int i = 0; i < kStreams; i += 5) {
     StreamResult alone = RunGenerate(stub.get(), reqs[i]);
     EXPECT_EQ(together[i].token_ids, alone.token_ids) << "stream " << i;
   }
@@ -158,7 +158,7 @@ TEST_F(ServerIntegrationTest, TinyKvBudgetQueuesOrPreemptsAndAllComplete) {
 TEST_F(ServerIntegrationTest, SlowReaderDoesNotStallOthersAndGetsEverything) {
   TestServer server(TestServerConfig{});
   auto stub = server.Stub();
-  auto req = GreedyRequest(Prompt(2), 24);
+  auto req = GreedyRequest(Prompt(2), 12);
   StreamResult reference = RunGenerate(stub.get(), req);
   ASSERT_TRUE(reference.status.ok());
 
@@ -178,7 +178,7 @@ TEST_F(ServerIntegrationTest, SlowReaderDoesNotStallOthersAndGetsEverything) {
   }
   EXPECT_TRUE(reader->Finish().ok());
   EXPECT_EQ(ids, reference.token_ids);
-  EXPECT_LT(messages, 24 + 1);  // tokens produced while not read were coalesced
+  EXPECT_LE(messages, 12);
   EXPECT_TRUE(server.WaitAllFree());
 }
 
@@ -186,7 +186,7 @@ TEST_F(ServerIntegrationTest, AbortByRequestIdAndStopStrings) {
   TestServer server(TestServerConfig{});
   auto stub = server.Stub();
   // stop strings: the reference text (no stop) contains the stop; with it, the text ends before.
-  auto req = GreedyRequest("Count: one, two, three, four, five, six,", 12);
+  auto req = GreedyRequest("Count: one, two, three, four, five, six,", 8);
   StreamResult full = RunGenerate(stub.get(), req);
   ASSERT_TRUE(full.status.ok());
   ASSERT_GE(full.text.size(), 4u);
@@ -199,7 +199,7 @@ TEST_F(ServerIntegrationTest, AbortByRequestIdAndStopStrings) {
 
   // abort by request id mid-stream.
   grpc::ClientContext ctx;
-  auto long_req = GreedyRequest(Prompt(0), 4000);
+  auto long_req = GreedyRequest(Prompt(0), 1500);
   long_req.set_request_id("abort-me");
   auto reader = stub->Generate(&ctx, long_req);
   v1::GenerateResponse msg;

@@ -37,6 +37,18 @@ std::vector<json> ReadJsonl(const std::string& path) {
   return out;
 }
 
+// true when every byte of `s` survives encoding: the default vocab has no token for some
+// ascii control bytes, and llama.cpp (like us) drops them.
+bool AllBytesHaveTokens(const Tokenizer& t, std::string_view s) {
+  for (char c : s) {
+    if (static_cast<uint8_t>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r' &&
+        t.Encode(std::string(1, c), false, false).empty()) {
+      return false;
+    }
+  }
+  return true;
+}
+
 bool IsValidUtf8(std::string_view s) {
   for (size_t pos = 0; pos < s.size();) {
     const Utf8Char c = DecodeUtf8(s, pos);
@@ -132,11 +144,17 @@ TEST_F(Gpt2TokenizerTest, IdsMatchLlamaCpp) {
 }
 
 TEST_F(Gpt2TokenizerTest, DecodeRoundTrips) {
+  int lossy = 0;
   for (const json& r : loaded_->records) {
     if (!r.contains("text") || r["special"]) continue;
     const std::string text = r["text"];
+    if (!AllBytesHaveTokens(tok(), text)) {
+      ++lossy;
+      continue;
+    }
     EXPECT_EQ(tok().Decode(tok().Encode(text, false, false)), text);
   }
+  EXPECT_LE(lossy, 2);
 }
 
 TEST_F(Gpt2TokenizerTest, StreamDecoderNeverSplitsCharacters) {
@@ -153,7 +171,7 @@ TEST_F(Gpt2TokenizerTest, StreamDecoderNeverSplitsCharacters) {
       all += delta;
     }
     all += dec.Flush();
-    EXPECT_EQ(all, text);
+    if (AllBytesHaveTokens(tok(), text)) EXPECT_EQ(all, text);
   }
   EXPECT_GT(split_chars, 10);  // the fixture really has characters split across tokens
 }

@@ -96,7 +96,9 @@ def collect_texts():
               '  ' + picks[5], picks[6] + ' ', picks[7] + '\r\n' + picks[8],
               picks[9].replace(' ', '    '), ' 12345 678.90 -3e10 0x1F ', '2026-11-29 22:03:24',
               "I'm sure they'll say it's OK, we've done 'it' and I'd've", "DON'T SHOUT'S", '',
-              ' ', '\n', 'caf\u00e9 na\u00efve r\u00e9sum\u00e9 \u00c5ngstr\u00f6m', '\u00a0nbsp\u3000ideographic']
+              ' ', '\n', 'caf\u00e9 na\u00efve r\u00e9sum\u00e9 \u00c5ngstr\u00f6m', '\u00a0nbsp\u3000ideographic',
+              # ascii control bytes, some without a byte token in the default vocab
+              picks[10] + '\x00\x04\x06\x1b[0m\x7f' + picks[11]]
     return texts
 
 
