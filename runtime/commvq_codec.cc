@@ -361,6 +361,11 @@ absl::StatusOr<CommVqOptions> CommVqOptionsForName(const std::string& codec_name
       1, static_cast<int>(std::lround(bits * shape.head_dim /
                                       (double{kCommVqKeyCodeBits} * groups))));
   o.value_rounds = bits;
+  // measured on the default model (layer 14, held-out keys): held-out error falls ~25% from
+  // 1024 to 4096 training vectors, while 15 vs 100 em steps differ by < 2%.
+  o.em_steps = 16;
+  o.max_vectors = 4096;
+  o.max_value_vectors = 8192;
   return o;
 }
 

@@ -67,36 +67,61 @@ bool CholeskySolve(std::vector<double>* a_io, int m, std::vector<double>* b_io, 
       a[i * m + j] = s / d;
     }
   }
-  for (int c = 0; c < nrhs; ++c) {
-    for (int i = 0; i < m; ++i) {  // l y = b
-      double s = b[i * nrhs + c];
-      for (int k = 0; k < i; ++k) s -= a[i * m + k] * b[k * nrhs + c];
-      b[i * nrhs + c] = s / a[i * m + i];
+  for (int i = 0; i < m; ++i) {  // l y = b, all right-hand sides at once
+    double* bi = &b[size_t{1} * i * nrhs];
+    for (int k = 0; k < i; ++k) {
+      const double f = a[i * m + k];
+      const double* bk = &b[size_t{1} * k * nrhs];
+      for (int c = 0; c < nrhs; ++c) bi[c] -= f * bk[c];
     }
-    for (int i = m - 1; i >= 0; --i) {  // l^T x = y
-      double s = b[i * nrhs + c];
-      for (int k = i + 1; k < m; ++k) s -= a[k * m + i] * b[k * nrhs + c];
-      b[i * nrhs + c] = s / a[i * m + i];
+    for (int c = 0; c < nrhs; ++c) bi[c] /= a[i * m + i];
+  }
+  for (int i = m - 1; i >= 0; --i) {  // l^T x = y
+    double* bi = &b[size_t{1} * i * nrhs];
+    for (int k = i + 1; k < m; ++k) {
+      const double f = a[k * m + i];
+      const double* bk = &b[size_t{1} * k * nrhs];
+      for (int c = 0; c < nrhs; ++c) bi[c] -= f * bk[c];
     }
+    for (int c = 0; c < nrhs; ++c) bi[c] /= a[i * m + i];
   }
   return true;
 }
 
-// centres within `limit` of the float minimum excess, by avx2 compare.
-void Candidates(const float* base, const float* u, float limit, std::vector<int>* out) {
-  out->clear();
+// e[c] = base[c] - 2 u[A] - 2 u[64 + B] for all centres c = A + 64 B (the squared distance less
+// |z|^2), with the minimum of each B row; returns the overall minimum.
+float AllExcess(const float* base, const float* u, float* e, float* rowmin) {
   alignas(32) float two_u[kE];
   for (int a = 0; a < kE; ++a) two_u[a] = 2.0f * u[a];
-  const __m256 vlim = _mm256_set1_ps(limit);
+  float best = std::numeric_limits<float>::infinity();
   for (int b = 0; b < kE; ++b) {
     const __m256 vb = _mm256_set1_ps(2.0f * u[kE + b]);
+    __m256 m = _mm256_set1_ps(std::numeric_limits<float>::infinity());
     for (int a = 0; a < kE; a += 8) {
-      __m256 e = _mm256_sub_ps(
+      __m256 x = _mm256_sub_ps(
           _mm256_sub_ps(_mm256_loadu_ps(base + kE * b + a), _mm256_load_ps(two_u + a)), vb);
-      int mask = _mm256_movemask_ps(_mm256_cmp_ps(e, vlim, _CMP_LE_OQ));
+      _mm256_storeu_ps(e + kE * b + a, x);
+      m = _mm256_min_ps(m, x);
+    }
+    __m128 h = _mm_min_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_min_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_min_ss(h, _mm_shuffle_ps(h, h, 1));
+    rowmin[b] = _mm_cvtss_f32(h);
+    best = std::min(best, rowmin[b]);
+  }
+  return best;
+}
+
+// centres with e[c] <= limit.
+void Candidates(const float* e, const float* rowmin, float limit, std::vector<int>* out) {
+  out->clear();
+  const __m256 vlim = _mm256_set1_ps(limit);
+  for (int b = 0; b < kE; ++b) {
+    if (rowmin[b] > limit) continue;
+    for (int a = 0; a < kE; a += 8) {
+      int mask = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(e + kE * b + a), vlim, _CMP_LE_OQ));
       while (mask != 0) {
-        int l = __builtin_ctz(mask);
-        out->push_back(a + l + kE * b);
+        out->push_back(a + __builtin_ctz(mask) + kE * b);
         mask &= mask - 1;
       }
     }
@@ -183,15 +208,16 @@ void EStep(const float* targets, int n, int g, const std::vector<double>& book, 
   st->wz2 = st->free_energy = st->expected = st->hard = 0;
   std::vector<int> cand;
   std::vector<double> dist, weight, wa(kE), wb(kE);
+  alignas(32) float excess[kC];
+  float rowmin[kE];
   for (int i = 0; i < n; ++i) {
     const float* z = targets + size_t{1} * i * dim;
     double z2 = 0;
     for (int k = 0; k < dim; ++k) z2 += double{z[k]} * z[k];
-    float emin;
-    NearestCode(base.data(), &u[size_t{1} * i * 2 * kE], &emin);
+    float emin = AllExcess(base.data(), &u[size_t{1} * i * 2 * kE], excess, rowmin);
     // float prefilter with a margin far above float rounding, then exact float64 distances.
     float margin = static_cast<float>(kCutoff * temp + 1e-5 * (z2 + scale));
-    Candidates(base.data(), &u[size_t{1} * i * 2 * kE], emin + margin, &cand);
+    Candidates(excess, rowmin, emin + margin, &cand);
     dist.resize(cand.size());
     double dmin = std::numeric_limits<double>::infinity();
     for (size_t c = 0; c < cand.size(); ++c) {

@@ -68,21 +68,32 @@ void CentreNorms(const float* book, int pair_stride, int g, float* base) {
 
 void ProjectOnEntries(const float* z, int n, const float* book, int pair_stride, int g,
                       float* u) {
-  // rows 0..63: (x_A, y_A); rows 64..127: (-y_B, x_B), so u = z . row.
-  std::vector<float> rows(2 * kE * 2 * g);
+  // columns 0..63: (x_A, y_A); 64..127: (-y_B, x_B), so u = z . column; stored transposed
+  // (2g, 128) so each target is 2g broadcasts times 16 vector fmas.
+  constexpr int kW = 2 * kE;
+  std::vector<float> cols(size_t{1} * 2 * g * kW);
   for (int a = 0; a < kE; ++a) {
     const float* src = book + size_t{1} * a * pair_stride * 2;
-    for (int k = 0; k < 2 * g; k += 2) {
-      rows[a * 2 * g + k] = src[k];
-      rows[a * 2 * g + k + 1] = src[k + 1];
-      rows[(kE + a) * 2 * g + k] = -src[k + 1];
-      rows[(kE + a) * 2 * g + k + 1] = src[k];
+    for (int j = 0; j < g; ++j) {
+      cols[(2 * j) * kW + a] = src[2 * j];
+      cols[(2 * j + 1) * kW + a] = src[2 * j + 1];
+      cols[(2 * j) * kW + kE + a] = -src[2 * j + 1];
+      cols[(2 * j + 1) * kW + kE + a] = src[2 * j];
     }
   }
   for (int i = 0; i < n; ++i) {
     const float* zi = z + size_t{1} * i * 2 * g;
-    float* ui = u + size_t{1} * i * 2 * kE;
-    for (int e = 0; e < 2 * kE; ++e) ui[e] = Dot(zi, &rows[e * 2 * g], 2 * g);
+    float* ui = u + size_t{1} * i * kW;
+    for (int half = 0; half < kW; half += 64) {
+      __m256 acc[8];
+      for (int l = 0; l < 8; ++l) acc[l] = _mm256_setzero_ps();
+      for (int k = 0; k < 2 * g; ++k) {
+        const __m256 zk = _mm256_set1_ps(zi[k]);
+        const float* c = &cols[size_t{1} * k * kW + half];
+        for (int l = 0; l < 8; ++l) acc[l] = _mm256_fmadd_ps(zk, _mm256_loadu_ps(c + 8 * l), acc[l]);
+      }
+      for (int l = 0; l < 8; ++l) _mm256_storeu_ps(ui + half + 8 * l, acc[l]);
+    }
   }
 }
 

@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/quant_matmul.h"
 #include "kernels/cpu/residual_add.h"
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/rope.h"
@@ -34,7 +35,12 @@ struct LayerWeights {
   std::vector<float> ffn_norm;   // (hidden)
   std::vector<float> wgate_up;   // (2 ffn, hidden)
   std::vector<float> wdown;      // (hidden, ffn)
+  // the same matrices in block formats for decode steps (empty without quantized decode).
+  cpu::QuantMatrix qqkv, qo, qgate_up, qdown;
 };
+
+// steps of at most this many tokens take the quantized path.
+constexpr int kQuantMaxTokens = 4;
 
 // the cpu llama forward pass.
 class CpuLlamaModel : public LlamaModel {
@@ -53,12 +59,52 @@ class CpuLlamaModel : public LlamaModel {
   std::vector<float> output_;      // (vocab, hidden); empty when tied
   std::vector<float> output_norm_;
   std::vector<LayerWeights> layers_;
+  cpu::QuantMatrix qoutput_;
+  bool quantized_decode_ = true;
 
  private:
   // activations of the last step, reused between steps.
   std::vector<float> x_, xn_, qkv_, q_, k_, k_pre_, v_, att_, gu_, h_;
   std::vector<int32_t> ids_, pos_;
+
+  // y (n, rows) = x (n, cols) · wᵀ, through the blocks for short steps.
+  void Linear(const float* x, const std::vector<float>& w, const cpu::QuantMatrix& qw, float* y,
+              int n, int cols, int rows, bool accumulate) const {
+    if (quantized_decode_ && n <= kQuantMaxTokens && qw.rows == rows) {
+      cpu::QuantMatMul(x, qw, y, n, accumulate);
+    } else {
+      cpu::MatMul(x, w.data(), y, n, cols, rows, accumulate);
+    }
+  }
 };
+
+// the named tensors stacked by rows in their file's block format when they all share a
+// q8_0/q4_0/q4_1 format; otherwise `fp32` (their stacked rows) re-quantized to q8_0.
+cpu::QuantMatrix StackQuant(const GgufFile& file, const std::vector<std::string>& names,
+                            const std::vector<float>& fp32, int rows, int cols) {
+  const GgufTensor* first = file.FindTensor(names[0]);
+  bool same = first != nullptr;
+  for (const std::string& name : names) {
+    const GgufTensor* t = file.FindTensor(name);
+    same = same && t != nullptr && t->type == first->type;
+  }
+  if (same && (first->type == GgmlType::kQ8_0 || first->type == GgmlType::kQ4_0 ||
+               first->type == GgmlType::kQ4_1) && cols % 32 == 0) {
+    cpu::QuantMatrix m;
+    m.format = first->type == GgmlType::kQ8_0   ? cpu::QuantFormat::kQ8_0
+               : first->type == GgmlType::kQ4_0 ? cpu::QuantFormat::kQ4_0
+                                                : cpu::QuantFormat::kQ4_1;
+    m.rows = rows;
+    m.cols = cols;
+    for (const std::string& name : names) {
+      const GgufTensor* t = file.FindTensor(name);
+      m.data.insert(m.data.end(), t->data, t->data + t->nbytes);
+    }
+    if (m.data.size() == m.row_bytes() * rows) return m;
+  }
+  if (cols % 32 != 0) return cpu::QuantMatrix{};  // rows stay 0: the fp32 path is used
+  return cpu::QuantizeQ8_0(fp32.data(), rows, cols);
+}
 
 // reads `name` as fp32 and checks that its gguf dims equal `dims`.
 absl::Status ReadChecked(const GgufFile& file, const std::string& name,
@@ -124,6 +170,19 @@ absl::Status CpuLlamaModel::LoadWeights(const GgufFile& file) {
     }
     if (s.ok()) s = ReadChecked(file, p + "ffn_down.weight", {ffn, hid}, &w.wdown);
     if (!s.ok()) return s;
+    if (quantized_decode_) {
+      w.qqkv = StackQuant(file, {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"},
+                          w.wqkv, qd + 2 * kvd, hid);
+      w.qo = StackQuant(file, {p + "attn_output.weight"}, w.wo, hid, qd);
+      w.qgate_up = StackQuant(file, {p + "ffn_gate.weight", p + "ffn_up.weight"}, w.wgate_up,
+                              2 * ffn, hid);
+      w.qdown = StackQuant(file, {p + "ffn_down.weight"}, w.wdown, hid, ffn);
+    }
+  }
+  if (quantized_decode_) {
+    qoutput_ = output_.empty()
+                   ? StackQuant(file, {"token_embd.weight"}, token_embd_, c.vocab_size, hid)
+                   : StackQuant(file, {"output.weight"}, output_, c.vocab_size, hid);
   }
   cpu::RopeParams rp;
   rp.rope_dim = c.rope_dim;
@@ -196,7 +255,7 @@ void CpuLlamaModel::Forward(std::span<const ForwardSeq> batch, std::vector<float
     const LayerWeights& w = layers_[l];
     // attention block.
     cpu::RmsNorm(x_.data(), w.attn_norm.data(), xn_.data(), n, hid, c.rms_eps);
-    cpu::MatMul(xn_.data(), w.wqkv.data(), qkv_.data(), n, hid, qkvd);
+    Linear(xn_.data(), w.wqkv, w.qqkv, qkv_.data(), n, hid, qkvd, false);
     for (int t = 0; t < n; ++t) {
       const float* row = qkv_.data() + size_t(t) * qkvd;
       std::memcpy(q_.data() + size_t(t) * qd, row, sizeof(float) * qd);
@@ -223,12 +282,12 @@ void CpuLlamaModel::Forward(std::span<const ForwardSeq> batch, std::vector<float
       // prefill: the cache spreads each sequence's queries over the threads.
       for (size_t b = 0; b < batch.size(); ++b) attend_one(b);
     }
-    cpu::MatMul(att_.data(), w.wo.data(), x_.data(), n, qd, hid, /*accumulate=*/true);
+    Linear(att_.data(), w.wo, w.qo, x_.data(), n, qd, hid, /*accumulate=*/true);
     // feed-forward block.
     cpu::RmsNorm(x_.data(), w.ffn_norm.data(), xn_.data(), n, hid, c.rms_eps);
-    cpu::MatMul(xn_.data(), w.wgate_up.data(), gu_.data(), n, hid, 2 * ffn);
+    Linear(xn_.data(), w.wgate_up, w.qgate_up, gu_.data(), n, hid, 2 * ffn, false);
     cpu::SiluMul(gu_.data(), h_.data(), n, ffn);
-    cpu::MatMul(h_.data(), w.wdown.data(), x_.data(), n, ffn, hid, /*accumulate=*/true);
+    Linear(h_.data(), w.wdown, w.qdown, x_.data(), n, ffn, hid, /*accumulate=*/true);
   }
   // logits of the requested rows.
   std::vector<int> rows;
@@ -250,7 +309,7 @@ void CpuLlamaModel::Forward(std::span<const ForwardSeq> batch, std::vector<float
   const size_t base = logits->size();
   logits->resize(base + size_t(r) * c.vocab_size);
   const std::vector<float>& out_w = output_.empty() ? token_embd_ : output_;
-  cpu::MatMul(xn_.data(), out_w.data(), logits->data() + base, r, hid, c.vocab_size);
+  Linear(xn_.data(), out_w, qoutput_, logits->data() + base, r, hid, c.vocab_size, false);
 }
 
 }  // namespace
@@ -266,6 +325,7 @@ absl::StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Load(const std::string& 
   absl::StatusOr<std::unique_ptr<Tokenizer>> tok = Tokenizer::FromGguf(**file);
   if (!tok.ok()) return tok.status();
   model->tokenizer_ = std::move(*tok);
+  model->quantized_decode_ = options.quantized_decode;
   if (absl::Status s = model->LoadWeights(**file); !s.ok()) return s;
   const int threads = options.num_threads > 0 ? options.num_threads : omp_get_num_procs();
   omp_set_num_threads(threads);

@@ -115,7 +115,8 @@ absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (draining_) return absl::UnavailableError("server is draining; not admitting requests");
-    int queued = snapshot_.num_waiting + static_cast<int>(inbox_.size());
+    // submitted and not yet running (num_running lags by at most one step).
+    int queued = snapshot_.num_active - snapshot_.num_running;
     if (queued >= options_.scheduler.max_waiting) {
       return absl::ResourceExhaustedError(
           absl::StrCat("queue full (", queued, " requests waiting; bound ",

@@ -1,5 +1,6 @@
 // the cpu reference kernels against float64 formulas.
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -7,6 +8,7 @@
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/half_convert.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/quant_matmul.h"
 #include "kernels/cpu/residual_add.h"
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/rope.h"
@@ -179,6 +181,102 @@ TEST(SmallKernelsTest, EmbeddingResidualAndHalf) {
     EXPECT_NEAR(back[i], v[i], std::abs(v[i]) * 1.0 / 2048 + 6e-8) << i;
   }
   EXPECT_EQ(back[3], 65504.0f);
+}
+
+}  // namespace
+}  // namespace vqserve::cpu
+
+namespace vqserve::cpu {
+namespace {
+
+// a random matrix in `format` (ggml block layout) and its float64 dequantization.
+QuantMatrix RandomQuant(QuantFormat format, int rows, int cols, std::vector<double>* deq) {
+  std::mt19937_64 rng(17);
+  QuantMatrix m;
+  m.format = format;
+  m.rows = rows;
+  m.cols = cols;
+  m.data.resize(m.row_bytes() * rows);
+  deq->assign(size_t(rows) * cols, 0.0);
+  const size_t bb = QuantBlockBytes(format);
+  for (int r = 0; r < rows; ++r) {
+    for (int b = 0; b < cols / 32; ++b) {
+      uint8_t* p = m.data.data() + m.row_bytes() * r + bb * b;
+      const float d = 0.01f + 0.001f * (rng() % 50), mn = -0.05f * (rng() % 5);
+      uint16_t hd, hm;
+      FloatToHalfRow(&d, &hd, 1);
+      FloatToHalfRow(&mn, &hm, 1);
+      float dd, dm;
+      HalfToFloatRow(&hd, &dd, 1);
+      HalfToFloatRow(&hm, &dm, 1);
+      std::memcpy(p, &hd, 2);
+      double* out = &(*deq)[size_t(r) * cols + b * 32];
+      if (format == QuantFormat::kQ8_0) {
+        for (int i = 0; i < 32; ++i) {
+          const int8_t q = static_cast<int8_t>(int(rng() % 255) - 127);
+          p[2 + i] = static_cast<uint8_t>(q);
+          out[i] = double(dd) * q;
+        }
+      } else {
+        const int off = format == QuantFormat::kQ4_1 ? 4 : 2;
+        if (format == QuantFormat::kQ4_1) std::memcpy(p + 2, &hm, 2);
+        for (int i = 0; i < 16; ++i) {
+          const int lo = rng() % 16, hi = rng() % 16;
+          p[off + i] = static_cast<uint8_t>(lo | (hi << 4));
+          out[i] = format == QuantFormat::kQ4_1 ? double(dd) * lo + dm : double(dd) * (lo - 8);
+          out[16 + i] = format == QuantFormat::kQ4_1 ? double(dd) * hi + dm : double(dd) * (hi - 8);
+        }
+      }
+    }
+  }
+  return m;
+}
+
+TEST(QuantMatMulTest, MatchesFloat64WithinActivationRounding) {
+  const int rows = 40, cols = 128;
+  for (QuantFormat f : {QuantFormat::kQ8_0, QuantFormat::kQ4_0, QuantFormat::kQ4_1}) {
+    std::vector<double> w;
+    QuantMatrix m = RandomQuant(f, rows, cols, &w);
+    for (int n : {1, 3}) {
+      std::vector<float> x = RandomVector(size_t(n) * cols, 20 + n), y(size_t(n) * rows, 0.5f);
+      QuantMatMul(x.data(), m, y.data(), n, /*accumulate=*/true);
+      for (int t = 0; t < n; ++t) {
+        for (int r = 0; r < rows; ++r) {
+          double want = 0.5, bound = 1e-4;
+          for (int b = 0; b < cols / 32; ++b) {
+            double amax = 0, wabs = 0;
+            for (int i = 0; i < 32; ++i) {
+              amax = std::max(amax, std::abs(double(x[t * cols + b * 32 + i])));
+              wabs += std::abs(w[size_t(r) * cols + b * 32 + i]);
+            }
+            // each activation is off by at most half its block's step amax / 127.
+            bound += amax / 127 / 2 * wabs * 1.01;
+          }
+          for (int i = 0; i < cols; ++i) want += x[t * cols + i] * w[size_t(r) * cols + i];
+          EXPECT_NEAR(y[t * rows + r], want, bound) << int(f) << " n " << n << " row " << r;
+        }
+      }
+    }
+  }
+}
+
+TEST(QuantMatMulTest, QuantizeQ8_0RoundTrips) {
+  const int rows = 3, cols = 64;
+  std::vector<float> w = RandomVector(rows * cols, 30);
+  QuantMatrix m = QuantizeQ8_0(w.data(), rows, cols);
+  std::vector<float> y(rows * rows);
+  // rows of w against the identity-like probe: w · e_j reproduces column j within the step.
+  for (int j = 0; j < cols; ++j) {
+    std::vector<float> e(cols, 0.0f);
+    e[j] = 1.0f;
+    std::vector<float> out(rows);
+    QuantMatMul(e.data(), m, out.data(), 1);
+    for (int r = 0; r < rows; ++r) {
+      double amax = 0;
+      for (int i = 0; i < 32; ++i) amax = std::max(amax, std::abs(double(w[r * cols + (j / 32) * 32 + i])));
+      EXPECT_NEAR(out[r], w[r * cols + j], amax / 127 * 0.51 + amax * 1e-3) << r << " " << j;
+    }
+  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "gtest/gtest.h"
+#include "runtime/kv_cache.h"
 
 namespace vqserve {
 namespace {
@@ -46,6 +47,21 @@ TEST(PagesForTokens, MatchesRingSimulation) {
       for (int n = 0; n <= 400; ++n) {
         ASSERT_EQ(PagesForTokens(pool, n), SimulatedPages(residual, page, n))
             << "residual " << residual << " page " << page << " n " << n;
+      }
+    }
+  }
+}
+
+// the scheduler's copy of the rule must agree with the one the kv cache stores by.
+TEST(PagesForTokens, AgreesWithTheRuntimeKvCacheRule) {
+  for (int residual : {0, 16, 128}) {
+    for (int page : {8, 32, 64}) {
+      KvCacheSpec spec;
+      spec.page_tokens = page;
+      spec.residual_tokens = residual;
+      PagePoolConfig pool = Pool(0, 0, page, residual);
+      for (int n = 0; n <= 1000; ++n) {
+        ASSERT_EQ(PagesForTokens(pool, n), vqserve::PagesForTokens(spec, n)) << n;
       }
     }
   }

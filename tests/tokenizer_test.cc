@@ -171,7 +171,9 @@ TEST_F(Gpt2TokenizerTest, StreamDecoderNeverSplitsCharacters) {
       all += delta;
     }
     all += dec.Flush();
-    if (AllBytesHaveTokens(tok(), text)) EXPECT_EQ(all, text);
+    if (AllBytesHaveTokens(tok(), text)) {
+      EXPECT_EQ(all, text);
+    }
   }
   EXPECT_GT(split_chars, 10);  // the fixture really has characters split across tokens
 }

@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""runs `vqserve calibrate` + `vqserve eval` for every codec x bit width on the default model and
+writes docs/quality.md and docs/quality_bits_vs_dppl.png.
+
+results are cached per run in data/quality/<codec>.json (delete to re-run); the markdown is
+built from whatever results exist, so a partial run still yields a (partial) report.
+usage: tools/quality_report.py [--build build] [--ctx 2048] [--windows 1] [--calib-tokens 2048]
+                               [--iterations 10] [--only codec,codec] [--report-only]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODEL = "models/SmolLM2-135M-Instruct.Q4_1.gguf"
+
+# (codec name, calibrate arguments or None, run passkey, group)
+RUNS = [
+    ("fp16", None, True, "fp16"),
+    ("kivi-k4v4", None, False, "kivi"),
+    ("kivi-k2v2", None, True, "kivi"),
+    ("vecinfer-k4v4", ["vecinfer", "4", "4"], False, "vecinfer"),
+    ("vecinfer-k2v2", ["vecinfer", "2", "2"], True, "vecinfer"),
+    ("vecinfer-k4v2", ["vecinfer", "4", "2"], False, "vecinfer"),
+    ("vecinfer-k1v1", ["vecinfer", "1", "1"], False, "vecinfer"),
+    ("vecinfer-k3v3", ["vecinfer", "3", "3"], False, "vecinfer"),
+    ("vecinfer-k1.5v1.5", ["vecinfer", "1.5", "1.5"], False, "vecinfer"),
+    ("commvq-2", ["commvq", "2", "2"], True, "commvq"),
+    ("commvq-1", ["commvq", "1", "1"], False, "commvq"),
+    # vecinfer ablation at 2 bits: vq alone, + smoothing, + hadamard (+ both is vecinfer-k2v2).
+    ("vecinfer-k2v2-nosmooth-nohadamard", ["vecinfer", "2", "2", "--no-smooth", "--no-hadamard"], False, "ablation"),
+    ("vecinfer-k2v2-nohadamard", ["vecinfer", "2", "2", "--no-hadamard"], False, "ablation"),
+    ("vecinfer-k2v2-nosmooth", ["vecinfer", "2", "2", "--no-smooth"], False, "ablation"),
+]
+
+
+def run(cmd, log):
+    print("+", " ".join(cmd), file=sys.stderr, flush=True)
+    t = time.time()
+    with open(log, "a") as f:
+        out = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=f, text=True)
+    if out.returncode != 0:
+        print(f"  failed ({out.returncode}), see {log}", file=sys.stderr)
+        return None
+    print(f"  done in {time.time() - t:.0f}s", file=sys.stderr)
+    return out.stdout
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--ctx", type=int, default=2048)
+    ap.add_argument("--windows", type=int, default=1)
+    ap.add_argument("--calib-tokens", type=int, default=2048)
+    ap.add_argument("--iterations", type=int, default=10)
+    ap.add_argument("--passkey-lengths", default="1024")
+    ap.add_argument("--passkey-depths", default="0.25,0.75")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--report-only", action="store_true")
+    args = ap.parse_args()
+    vq = os.path.join(ROOT, args.build, "bin", "vqserve")
+    qdir = os.path.join(ROOT, "data", "quality")
+    os.makedirs(qdir, exist_ok=True)
+    log = os.path.join(qdir, "run.log")
+    if not os.path.exists(os.path.join(ROOT, "data", "eval.txt")):
+        subprocess.run([os.path.join(ROOT, "tools", "prepare_texts.sh")], check=True)
+    only = set(filter(None, args.only.split(",")))
+    settings = dict(ctx=args.ctx, windows=args.windows, calib_tokens=args.calib_tokens,
+                    iterations=args.iterations, passkey_lengths=args.passkey_lengths,
+                    passkey_depths=args.passkey_depths)
+    base_ppl = None
+    fp16_json = os.path.join(qdir, "fp16.json")
+    if os.path.exists(fp16_json):
+        base_ppl = json.load(open(fp16_json))["perplexity"]
+    for name, calib, passkey, _ in RUNS:
+        if args.report_only or (only and name not in only):
+            continue
+        out_json = os.path.join(qdir, name + ".json")
+        if os.path.exists(out_json):
+            continue
+        cmd = [vq, "eval", "--model", MODEL, "--text", "data/eval.txt", "--codec", name,
+               "--ctx", str(args.ctx), "--windows", str(args.windows), "--json"]
+        if calib:
+            art = os.path.join(qdir, name + ".vqcb")
+            if not os.path.exists(art):
+                c = [vq, "calibrate", "--model", MODEL, "--text", "data/calib.txt", "--codec", calib[0],
+                     "--k-bits", calib[1], "--v-bits", calib[2], "--tokens", str(args.calib_tokens),
+                     "--iterations", str(args.iterations), "-o", art] + calib[3:]
+                if run(c, log) is None:
+                    continue
+            cmd += ["--codebooks", art]
+        if passkey:
+            cmd += ["--passkey-lengths", args.passkey_lengths, "--passkey-depths", args.passkey_depths]
+        else:
+            cmd += ["--no-passkey"]
+        if name == "fp16":
+            cmd += ["--no-baseline"]
+        elif base_ppl is not None:
+            cmd += ["--baseline-ppl", repr(base_ppl)]
+        out = run(cmd, log)
+        if out is None:
+            continue
+        result = json.loads(out.strip().splitlines()[-1])
+        result["settings"] = settings
+        if name == "fp16":
+            base_ppl = result["perplexity"]
+            result["fp16_perplexity"] = base_ppl
+            result["delta_ppl_pct"] = 0.0
+        json.dump(result, open(out_json, "w"), indent=1)
+    write_report(qdir)
+
+
+def write_report(qdir):
+    results = {}
+    for name, _, _, group in RUNS:
+        p = os.path.join(qdir, name + ".json")
+        if os.path.exists(p):
+            r = json.load(open(p))
+            r["group"] = group
+            results[name] = r
+    if not results:
+        print("no results", file=sys.stderr)
+        return
+    s = next(iter(results.values())).get("settings", {})
+    lines = ["# KV-cache codec quality on SmolLM2-135M-Instruct (Q4_1)", "",
+             "Generated by `tools/quality_report.py` from `vqserve calibrate` + `vqserve eval` runs "
+             "(results cached in `data/quality/`). CPU time on the build machine is scarce (2 shared "
+             "cores), so the settings are modest:", "",
+             f"- perplexity: {s.get('windows')} window(s) of {s.get('ctx')} tokens of the King James "
+             "Bible (Genesis/Exodus, Debian package `bible-kjv`, `tools/prepare_texts.sh`), the KV cache "
+             "in the codec for the whole window (newest 128 tokens fp16, older tokens coded), fed in "
+             "chunks of 512 through `LlamaModel::Forward`.",
+             f"- calibration: {s.get('calib_tokens')} tokens of Debian `fortunes` cookie files "
+             f"(sequences of 512), k-means++ (seed 1) + at most {s.get('iterations')} Lloyd "
+             "iterations per codebook.",
+             f"- passkey: a 5-digit key in filler text of {s.get('passkey_lengths')} tokens at depths "
+             f"{s.get('passkey_depths')}, greedy 8-token answer must contain it (only for the rows with "
+             "a value).",
+             "- errors: relative L2 error of K and V after encode/decode, and mean relative error of "
+             "attention outputs (coded pages + fp16 residual vs exact fp32) at 8 positions per layer, "
+             "on the first 1024 tokens of the evaluation text.", "",
+             "| codec | bits/elem | bytes/token | compression | perplexity | ΔPPL % | passkey | K err | V err | attn err |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, r in results.items():
+        pk = "" if not r.get("passkey") else f"{sum(t['correct'] for t in r['passkey'])}/{len(r['passkey'])}"
+        lines.append(f"| {name} | {r['bits_per_element']:.3g} | {r['bytes_per_token']:.0f} | "
+                     f"{r['compression']:.2f}x | {r['perplexity']:.4f} | {r['delta_ppl_pct']:+.2f} | {pk} | "
+                     f"{r['k_rel_error']:.3f} | {r['v_rel_error']:.3f} | {r['attn_rel_error']:.3f} |")
+    lines += ["", "Bytes per token count the coded pages only (all 30 layers, K and V, including "
+              "per-group fp16 scalars); each sequence also holds a 128+32-token fp16 ring and each "
+              "codec its codebooks (the `fixed_bytes` of the JSON).", ""]
+    abl = [n for n in ("vecinfer-k2v2-nosmooth-nohadamard", "vecinfer-k2v2-nohadamard",
+                       "vecinfer-k2v2-nosmooth", "vecinfer-k2v2") if n in results]
+    if abl:
+        label = {"vecinfer-k2v2-nosmooth-nohadamard": "VQ alone", "vecinfer-k2v2-nohadamard": "+ smoothing",
+                 "vecinfer-k2v2-nosmooth": "+ Hadamard", "vecinfer-k2v2": "+ both (VecInfer)"}
+        lines += ["## VecInfer ablation (2-bit K and V)", "", "| variant | perplexity | ΔPPL % | K err | attn err |",
+                  "|---|---|---|---|---|"]
+        for n in abl:
+            r = results[n]
+            lines.append(f"| {label[n]} | {r['perplexity']:.4f} | {r['delta_ppl_pct']:+.2f} | "
+                         f"{r['k_rel_error']:.3f} | {r['attn_rel_error']:.3f} |")
+        lines.append("")
+    missing = [n for n, _, _, _ in RUNS if n not in results]
+    if missing:
+        lines += ["Not measured in this run (CPU time ran out): " + ", ".join(missing) + ".", ""]
+    lines += ["![bits per element vs ΔPPL](quality_bits_vs_dppl.png)", ""]
+    open(os.path.join(ROOT, "docs", "quality.md"), "w").write("\n".join(lines))
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for group in ("kivi", "vecinfer", "commvq"):
+            pts = sorted((r["bits_per_element"], r["delta_ppl_pct"]) for r in results.values()
+                         if r["group"] == group)
+            if pts:
+                ax.plot([p[0] for p in pts], [max(p[1], 1e-2) for p in pts], "o-", label=group)
+        ax.set_xlabel("bits per element")
+        ax.set_ylabel("ΔPPL % vs fp16 (log)")
+        ax.set_yscale("log")
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(os.path.join(ROOT, "docs", "quality_bits_vs_dppl.png"), dpi=120)
+    except ImportError:
+        print("matplotlib missing: no plot", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
