@@ -224,13 +224,19 @@ void CommVqCodec::AttendPages(int layer, const uint8_t* const* pages, int num_to
   const int num_pages = (num_tokens + P - 1) / P;
   const float inv_sqrt_d = 1.0f / std::sqrt(static_cast<float>(D));
   const size_t lut_size = size_t{1} * kr_ * kE * half;
-  std::vector<float> tre(grp * lut_size), tim(grp * lut_size);
-  std::vector<float> scores(size_t{1} * grp * num_tokens);
-  std::vector<uint16_t> codes(size_t{1} * ng_ * kr_ * P);
-  std::vector<float> rc(size_t{1} * P * half), rs(size_t{1} * P * half);
-  std::vector<float> wre(half), wim(half);
-  std::vector<float> pv(size_t{1} * vr_ * m_ * kCommVqValueEntries);
-  std::vector<float> out(D);
+  // per-thread scratch (the codec is shared between threads); every entry read is written first.
+  thread_local std::vector<float> tre, tim, scores, rc, rs, wre, wim, pv, out;
+  thread_local std::vector<uint16_t> codes;
+  tre.resize(grp * lut_size);
+  tim.resize(grp * lut_size);
+  scores.resize(size_t{1} * grp * num_tokens);
+  codes.resize(size_t{1} * ng_ * kr_ * P);
+  rc.resize(size_t{1} * P * half);
+  rs.resize(size_t{1} * P * half);
+  wre.resize(half);
+  wim.resize(half);
+  pv.resize(size_t{1} * vr_ * m_ * kCommVqValueEntries);
+  out.resize(D);
   for (int h = 0; h < H; ++h) {
     // lut per query head of this kv head's group.
     for (int qi = 0; qi < grp; ++qi) {

@@ -17,13 +17,13 @@ namespace vqserve {
 struct CommVqOptions {
   int key_rounds = 11;    // residual rounds of 12-bit commutative key codes
   int value_rounds = 2;   // residual rounds of 8-bit codes per 8 value dims (1 bit/element each)
-  int em_steps = 100;     // em steps per key round
+  int em_steps = 100;     // em steps per key round (the named configs use 16)
   uint64_t seed = 1234;
   // em temperature, relative to the mean squared norm of the round's residual; annealed
   // exponentially from temp_start to temp_end over em_steps.
   double temp_start = 1e-3, temp_end = 1e-5;
-  int max_vectors = 2048;        // key vectors per (layer, kv head) seen by em
-  int max_value_vectors = 4096;  // value vectors per (layer, kv head) seen by k-means
+  int max_vectors = 4096;        // key vectors per (layer, kv head) seen by em
+  int max_value_vectors = 8192;  // value vectors per (layer, kv head) seen by k-means
   int kmeans_iters = 16;         // lloyd iterations per value round
   int num_threads = 2;           // (layer, head) jobs trained at once
 };

@@ -14,6 +14,7 @@
 #include "bench/cuda/device_case.h"
 #include "kernels/cpu/hadamard.h"
 #include "kernels/cuda/decode_attention.h"
+#include "kernels/cuda/vecinfer_encode.h"
 #include "runtime/fp16_codec.h"
 #include "runtime/kivi_codec.h"
 #include "runtime/kv_codec.h"
@@ -200,6 +201,105 @@ TEST(CudaDecodeCpuCodecTest, MatchesCpuCodecs) {
       for (float& x : books->k_centroids) x = u(rng);
       for (float& x : books->v_centroids) x = u(rng);
       CompareWithCpuCodec(*MakeVecInferCodec(books), books.get(), 1, n);
+    }
+  }
+}
+
+// the gpu page encoder against the cpu codec's EncodePage: codes equal except on near-ties,
+// where both picks must be (within rounding) equally near.
+TEST(CudaVecInferEncodeTest, MatchesCpuEncodePage) {
+  if (!HaveDevice()) GTEST_SKIP() << "no cuda device on this machine";
+  for (int d : {64, 128}) {
+    for (int sub : {2, 4, 8}) {
+      const int H = 2, P = 32, layer = 1;
+      KvShape shape{2, H, 2 * H, d};
+      const float bits = sub == 2 ? 4.0f : sub == 4 ? 2.0f : 1.0f;
+      auto books = std::make_shared<VecInferCodebooks>();
+      books->options.k_bits = bits;
+      books->options.v_bits = bits;
+      books->shape = shape;
+      std::mt19937 rng(static_cast<unsigned>(d + sub));
+      std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+      std::normal_distribution<float> normal(0.0f, 1.0f);
+      books->lambda.resize(static_cast<size_t>(2) * H * d);
+      for (float& x : books->lambda) x = 0.5f + 0.5f * (u(rng) + 1.0f);
+      books->k_centroids.resize(static_cast<size_t>(2) * 256 * d);
+      books->v_centroids.resize(books->k_centroids.size());
+      for (float& x : books->k_centroids) x = 0.4f * normal(rng);
+      for (float& x : books->v_centroids) x = normal(rng);
+      auto codec = MakeVecInferCodec(books);
+      std::vector<float> k(static_cast<size_t>(P) * H * d), v(k.size());
+      for (float& x : k) x = normal(rng);
+      for (float& x : v) x = normal(rng);
+      std::vector<uint8_t> cpu(codec->LayerPageBytes());
+      codec->EncodePage(layer, 0, k.data(), v.data(), cpu.data());
+
+      const size_t book = static_cast<size_t>(256) * d;
+      std::vector<float> lam(books->lambda.begin() + static_cast<size_t>(layer) * H * d,
+                             books->lambda.begin() + static_cast<size_t>(layer + 1) * H * d);
+      std::vector<float> ck(books->k_centroids.begin() + layer * book, books->k_centroids.begin() + (layer + 1) * book);
+      std::vector<float> cv(books->v_centroids.begin() + layer * book, books->v_centroids.begin() + (layer + 1) * book);
+      float *dk, *dv, *dl, *dck, *dcv;
+      uint8_t* ddst;
+      ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dk), k.size() * 4), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dv), v.size() * 4), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dl), lam.size() * 4), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dck), book * 4), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dcv), book * 4), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&ddst), cpu.size()), cudaSuccess);
+      cudaMemcpy(dk, k.data(), k.size() * 4, cudaMemcpyHostToDevice);
+      cudaMemcpy(dv, v.data(), v.size() * 4, cudaMemcpyHostToDevice);
+      cudaMemcpy(dl, lam.data(), lam.size() * 4, cudaMemcpyHostToDevice);
+      cudaMemcpy(dck, ck.data(), book * 4, cudaMemcpyHostToDevice);
+      cudaMemcpy(dcv, cv.data(), book * 4, cudaMemcpyHostToDevice);
+      cudaMemset(ddst, 0xAB, cpu.size());
+      cuda::VecInferEncodeParams ep;
+      ep.k = dk;
+      ep.v = dv;
+      ep.lambda = dl;
+      ep.k_codebook = dck;
+      ep.v_codebook = dcv;
+      ep.k_sub_dim = sub;
+      ep.v_sub_dim = sub;
+      ep.num_kv_heads = H;
+      ep.head_dim = d;
+      ep.dst = ddst;
+      ASSERT_EQ(cuda::LaunchVecInferEncodePage(ep, nullptr), "");
+      std::vector<uint8_t> gpu(cpu.size());
+      ASSERT_EQ(cudaMemcpy(gpu.data(), ddst, gpu.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+      for (void* ptr : {static_cast<void*>(dk), static_cast<void*>(dv), static_cast<void*>(dl),
+                        static_cast<void*>(dck), static_cast<void*>(dcv), static_cast<void*>(ddst)}) {
+        cudaFree(ptr);
+      }
+      // distances in float64 of both picks, in the space each sub-vector is coded in.
+      const int m_count = d / sub;
+      int mismatches = 0;
+      for (int h = 0; h < H; ++h) {
+        for (int t = 0; t < P; ++t) {
+          std::vector<float> kt(d);
+          for (int i = 0; i < d; ++i) kt[i] = k[(static_cast<size_t>(t) * H + h) * d + i] / lam[h * d + i];
+          kernels::FastWalshHadamard(kt.data(), d);
+          for (int kv = 0; kv < 2; ++kv) {
+            const size_t row = (kv == 0 ? 0 : static_cast<size_t>(H) * P * m_count) + (static_cast<size_t>(h) * P + t) * m_count;
+            const float* x = kv == 0 ? kt.data() : &v[(static_cast<size_t>(t) * H + h) * d];
+            const std::vector<float>& c = kv == 0 ? ck : cv;
+            for (int m = 0; m < m_count; ++m) {
+              const int a = cpu[row + m], b = gpu[row + m];
+              if (a == b) continue;
+              ++mismatches;
+              double da = 0, db = 0;
+              for (int e = 0; e < sub; ++e) {
+                const double xa = x[m * sub + e] - c[(static_cast<size_t>(m) * 256 + a) * sub + e];
+                const double xb = x[m * sub + e] - c[(static_cast<size_t>(m) * 256 + b) * sub + e];
+                da += xa * xa;
+                db += xb * xb;
+              }
+              EXPECT_LE(std::fabs(db - da), 1e-4 * (da + 1e-3)) << "d=" << d << " sub=" << sub;
+            }
+          }
+        }
+      }
+      EXPECT_LE(mismatches, static_cast<int>(cpu.size() / 100)) << "d=" << d << " sub=" << sub;
     }
   }
 }

@@ -50,6 +50,9 @@ std::unique_ptr<LlamaModel> LoadOrSkip(bool quantized_decode) {
 // span ~25-35; the quantization noise of 30 layers is expected around 1% of that range, so 3%
 // separates noise from real errors (a wrong rope pairing or norm gives > 20%).
 constexpr double kRelativeTolerance = 0.03;
+// a greedy pick may differ from llama.cpp's only where llama.cpp's top two logits are closer
+// than this fraction of the range (twice the noise above would be 0.06; real errors are larger).
+constexpr double kTieMargin = 0.02;
 
 TEST(LlamaModelTest, GreedyDecodeMatchesLlamaCpp) {
   const std::string fixture_path = testing::TestDataPath("logits_fixture.json");
@@ -61,7 +64,7 @@ TEST(LlamaModelTest, GreedyDecodeMatchesLlamaCpp) {
   ASSERT_EQ(fixture["vocab_size"].get<int>(), vocab);
 
   double worst_rel = 0, sum_rel = 0;
-  int compared = 0;
+  int compared = 0, same = 0;
   for (const auto& c : fixture["cases"]) {
     std::vector<int32_t> tokens = c["prompt_ids"].get<std::vector<int32_t>>();
     const auto& steps = c["steps"];
@@ -71,19 +74,29 @@ TEST(LlamaModelTest, GreedyDecodeMatchesLlamaCpp) {
     std::vector<float> logits;
     ForwardSeq fs{tokens, cache.get(), seq.kv};
     model->Forward({&fs, 1}, &logits);
-    std::vector<int32_t> ours;
     for (size_t s = 0; s < steps.size(); ++s) {
       ASSERT_EQ(logits.size(), size_t(vocab));
       const auto& step = steps[s];
       const int ref_token = step["token"].get<int>();
-      ours.push_back(static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) -
-                                          logits.begin()));
+      const int mine = static_cast<int>(std::max_element(logits.begin(), logits.end()) -
+                                        logits.begin());
       const double range = step["max"].get<double>() - step["min"].get<double>();
       const auto ids = step["top_ids"].get<std::vector<int>>();
       const auto ref = step["top_logits"].get<std::vector<double>>();
       double worst = 0;
       for (size_t i = 0; i < ids.size(); ++i) {
         worst = std::max(worst, std::abs(logits[ids[i]] - ref[i]));
+      }
+      if (mine == ref_token) {
+        ++same;
+      } else {
+        // a different argmax is only acceptable where llama.cpp itself had a near-tie: our pick
+        // must be in its top list within kTieMargin of its best logit.
+        auto it = std::find(ids.begin(), ids.end(), mine);
+        const double margin = it == ids.end() ? 1e9 : ref[0] - ref[it - ids.begin()];
+        std::printf("step %zu: ours %d, llama.cpp %d, llama.cpp margin %.3f\n", s, mine,
+                    ref_token, margin);
+        EXPECT_LT(margin, kTieMargin * range) << "step " << s;
       }
       worst_rel = std::max(worst_rel, worst / range);
       sum_rel += worst / range;
@@ -95,11 +108,10 @@ TEST(LlamaModelTest, GreedyDecodeMatchesLlamaCpp) {
       logits.clear();
       model->Forward({&fs, 1}, &logits);
     }
-    std::vector<int32_t> ref_tokens(tokens.end() - steps.size(), tokens.end());
-    EXPECT_EQ(ours, ref_tokens) << "prompt: " << c["prompt"].get<std::string>();
   }
-  std::printf("logits vs llama.cpp over %d steps: max |dlogit|/range %.4f, mean %.4f\n", compared,
-              worst_rel, sum_rel / compared);
+  std::printf("logits vs llama.cpp over %d steps: max |dlogit|/range %.4f, mean %.4f; "
+              "same greedy token at %d of %d steps\n",
+              compared, worst_rel, sum_rel / compared, same, compared);
   EXPECT_LT(worst_rel, kRelativeTolerance);
 }
 

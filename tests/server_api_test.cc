@@ -104,21 +104,20 @@ TEST_F(ServerApiTest, QueueBoundIsResourceExhausted) {
   int exhausted = 0;
   for (int i = 0; i < 8; ++i) {
     ctxs.push_back(std::make_unique<grpc::ClientContext>());
+    ctxs.back()->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
     readers.push_back(stub->Generate(ctxs.back().get(), GreedyRequest("Hello", 1000)));
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  for (size_t i = 0; i < readers.size(); ++i) {
-    if (i >= 4) ctxs[i]->TryCancel();
-  }
-  for (size_t i = 0; i < readers.size(); ++i) {
+  // the first is running and two wait; the rest were refused at once.
+  for (size_t i = readers.size(); i-- > 0;) {
     v1::GenerateResponse msg;
-    if (i < 4) ctxs[i]->TryCancel();
+    if (i < 3) ctxs[i]->TryCancel();
     while (readers[i]->Read(&msg)) {
     }
     grpc::Status st = readers[i]->Finish();
     if (st.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) ++exhausted;
   }
-  EXPECT_GE(exhausted, 1);
+  EXPECT_EQ(exhausted, 5);
   EXPECT_TRUE(server.WaitAllFree());
 }
 

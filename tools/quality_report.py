@@ -20,20 +20,20 @@ MODEL = "models/SmolLM2-135M-Instruct.Q4_1.gguf"
 # (codec name, calibrate arguments or None, run passkey, group)
 RUNS = [
     ("fp16", None, True, "fp16"),
-    ("kivi-k4v4", None, False, "kivi"),
     ("kivi-k2v2", None, True, "kivi"),
-    ("vecinfer-k4v4", ["vecinfer", "4", "4"], False, "vecinfer"),
     ("vecinfer-k2v2", ["vecinfer", "2", "2"], True, "vecinfer"),
-    ("vecinfer-k4v2", ["vecinfer", "4", "2"], False, "vecinfer"),
-    ("vecinfer-k1v1", ["vecinfer", "1", "1"], False, "vecinfer"),
-    ("vecinfer-k3v3", ["vecinfer", "3", "3"], False, "vecinfer"),
-    ("vecinfer-k1.5v1.5", ["vecinfer", "1.5", "1.5"], False, "vecinfer"),
-    ("commvq-2", ["commvq", "2", "2"], True, "commvq"),
-    ("commvq-1", ["commvq", "1", "1"], False, "commvq"),
+    ("kivi-k4v4", None, False, "kivi"),
+    ("vecinfer-k4v4", ["vecinfer", "4", "4"], False, "vecinfer"),
     # vecinfer ablation at 2 bits: vq alone, + smoothing, + hadamard (+ both is vecinfer-k2v2).
     ("vecinfer-k2v2-nosmooth-nohadamard", ["vecinfer", "2", "2", "--no-smooth", "--no-hadamard"], False, "ablation"),
     ("vecinfer-k2v2-nohadamard", ["vecinfer", "2", "2", "--no-hadamard"], False, "ablation"),
     ("vecinfer-k2v2-nosmooth", ["vecinfer", "2", "2", "--no-smooth"], False, "ablation"),
+    ("vecinfer-k4v2", ["vecinfer", "4", "2"], False, "vecinfer"),
+    ("vecinfer-k1v1", ["vecinfer", "1", "1"], False, "vecinfer"),
+    ("commvq-2", ["commvq", "2", "2"], True, "commvq"),
+    ("commvq-1", ["commvq", "1", "1"], False, "commvq"),
+    ("vecinfer-k3v3", ["vecinfer", "3", "3"], False, "vecinfer"),
+    ("vecinfer-k1.5v1.5", ["vecinfer", "1.5", "1.5"], False, "vecinfer"),
 ]
 
 
@@ -41,7 +41,7 @@ def run(cmd, log):
     print("+", " ".join(cmd), file=sys.stderr, flush=True)
     t = time.time()
     with open(log, "a") as f:
-        out = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=f, text=True)
+        out = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=f, text=True, errors="replace")
     if out.returncode != 0:
         print(f"  failed ({out.returncode}), see {log}", file=sys.stderr)
         return None

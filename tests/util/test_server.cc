@@ -1,8 +1,11 @@
 #include "tests/util/test_server.h"
 
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
+#include "runtime/codebook_file.h"
+#include "runtime/codec_factory.h"
 #include "runtime/paged_kv_cache.h"
 #include "server/kv_pools.h"
 #include "tests/test_paths.h"
@@ -20,12 +23,24 @@ LlamaModel* SharedDefaultModel() {
   return model;
 }
 
+bool CodecAvailable(const std::string& codec) {
+  return !CodecNeedsCodebooks(codec) ||
+         std::filesystem::exists(SourceDir() + "/data/vqcb/" + codec + ".vqcb");
+}
+
 TestServer::TestServer(TestServerConfig config) {
   LlamaModel* model = SharedDefaultModel();
   metrics_ = std::make_unique<ServerMetrics>(registry_);
   std::vector<std::unique_ptr<KvCache>> caches;
   for (const auto& [codec, pages] : config.pools) {
-    auto c = MakeBuiltinCodec(codec, model->kv_shape());
+    // codecs with codebooks use the shipped artifacts in data/vqcb/.
+    std::unique_ptr<CodebookFile> book;
+    if (CodecNeedsCodebooks(codec)) {
+      auto loaded = CodebookFile::Load(SourceDir() + "/data/vqcb/" + codec + ".vqcb");
+      if (!loaded.ok()) std::abort();
+      book = std::make_unique<CodebookFile>(std::move(*loaded));
+    }
+    auto c = MakeCodec(codec, model->kv_shape(), book.get());
     if (!c.ok()) std::abort();
     caches.push_back(MakePagedKvCache(std::move(*c), pages, config.num_slots));
   }

@@ -20,6 +20,8 @@ namespace vqserve::testing {
 
 // the default model, loaded once per test binary (null when models/ lacks it).
 LlamaModel* SharedDefaultModel();
+// true when `codec` needs no codebooks or its artifact data/vqcb/<codec>.vqcb exists.
+bool CodecAvailable(const std::string& codec);
 
 struct TestServerConfig {
   // codec name and page count of each pool (pool 0 is the default codec).

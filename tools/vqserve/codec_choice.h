@@ -1,5 +1,5 @@
-// how `vqserve serve` turns a codec name into a codec: codecs without codebooks are built in;
-// the others come from the codebooks file.
+// how `vqserve serve` turns a codec name into a codec: built-in codecs need nothing; vecinfer
+// and commvq take their codebooks from the .vqcb files given with --codebooks.
 #ifndef VQSERVE_TOOLS_VQSERVE_CODEC_CHOICE_H_
 #define VQSERVE_TOOLS_VQSERVE_CODEC_CHOICE_H_
 
@@ -11,8 +11,10 @@
 
 namespace vqserve::cli {
 
-// a codec maker for `shape`; `codebooks_path` may be empty (then only built-in codecs work).
-absl::StatusOr<CodecMaker> MakeCodecMaker(const KvShape& shape, const std::string& codebooks_path);
+// a codec maker for the model at `model_path`; `codebooks_paths` is a comma-separated list of
+// .vqcb files (may be empty), each checked against the model and matched by codec name.
+absl::StatusOr<CodecMaker> MakeCodecMaker(const std::string& model_path, const KvShape& shape,
+                                          const std::string& codebooks_paths);
 
 }  // namespace vqserve::cli
 

@@ -194,7 +194,9 @@ int RunEval(int argc, char** argv) {
       std::string ans;
       for (char ch : t.answer) {
         if (ch == '"' || ch == '\\') ans += '\\';
-        if (static_cast<unsigned char>(ch) >= 0x20) ans += ch;
+        const unsigned char u = static_cast<unsigned char>(ch);
+        if (u >= 0x20 && u < 0x80) ans += ch;  // ascii only: keeps the json valid
+        if (u >= 0x80) ans += '?';
       }
       absl::StrAppend(&tj, tj.empty() ? "" : ",",
                       absl::StrFormat("{\"tokens\":%d,\"depth\":%g,\"key\":\"%s\",\"answer\":\"%s\",\"correct\":%s}",

@@ -153,7 +153,8 @@ int RunServe(int argc, char** argv) {
     std::string name(c);
     if (std::find(codecs.begin(), codecs.end(), name) == codecs.end()) codecs.push_back(name);
   }
-  absl::StatusOr<CodecMaker> maker = MakeCodecMaker((*model)->kv_shape(), flags.codebooks);
+  absl::StatusOr<CodecMaker> maker =
+      MakeCodecMaker(flags.model, (*model)->kv_shape(), flags.codebooks);
   if (!maker.ok()) return Fail(maker.status());
   absl::StatusOr<std::vector<std::unique_ptr<KvCache>>> pools =
       MakeKvPools(codecs, *maker, flags.kv_memory, flags.max_num_seqs);
