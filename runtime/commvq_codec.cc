@@ -1,5 +1,7 @@
 #include "runtime/commvq_codec.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -274,28 +276,58 @@ void CommVqCodec::AttendPages(int layer, const uint8_t* const* pages, int num_to
           rs[t * half + j] = static_cast<float>(s0 * c1 + c0 * s1);
         }
       }
+      float scale[kPageTokens];
+      for (int t = 0; t < nt; ++t) scale[t] = Scale(slice, h, t) * inv_sqrt_d;
       for (int qi = 0; qi < grp; ++qi) {
         const float* lre = &tre[qi * lut_size];
         const float* lim = &tim[qi * lut_size];
         for (int t = 0; t < nt; ++t) {
-          std::fill(wre.begin(), wre.end(), 0.0f);
-          std::fill(wim.begin(), wim.end(), 0.0f);
-          for (int gi = 0; gi < ng_; ++gi) {
-            float* gre = &wre[gi * g_];
-            float* gim = &wim[gi * g_];
-            for (int r = 0; r < kr_; ++r) {
-              int code = codes[(gi * kr_ + r) * P + t];
-              size_t oa = (size_t{1} * r * kE + (code % kE)) * half + gi * g_;
-              size_t ob = (size_t{1} * r * kE + (code / kE)) * half + gi * g_;
-              for (int j = 0; j < g_; ++j) {
-                gre[j] += lre[oa + j] - lim[ob + j];
-                gim[j] += lim[oa + j] + lre[ob + j];
+          float s = 0;
+          if (g_ % 8 == 0) {
+            // 8 pairs at a time, the round sums held in registers, then the rotation.
+            __m256 sv = _mm256_setzero_ps();
+            for (int gi = 0; gi < ng_; ++gi) {
+              for (int j0 = 0; j0 < g_; j0 += 8) {
+                __m256 are = _mm256_setzero_ps(), aim = _mm256_setzero_ps();
+                for (int r = 0; r < kr_; ++r) {
+                  int code = codes[(gi * kr_ + r) * P + t];
+                  size_t oa = (size_t{1} * r * kE + (code % kE)) * half + gi * g_ + j0;
+                  size_t ob = (size_t{1} * r * kE + (code / kE)) * half + gi * g_ + j0;
+                  are = _mm256_add_ps(are, _mm256_sub_ps(_mm256_loadu_ps(lre + oa),
+                                                         _mm256_loadu_ps(lim + ob)));
+                  aim = _mm256_add_ps(aim, _mm256_add_ps(_mm256_loadu_ps(lim + oa),
+                                                         _mm256_loadu_ps(lre + ob)));
+                }
+                const size_t ro = size_t{1} * t * half + gi * g_ + j0;
+                sv = _mm256_fmadd_ps(are, _mm256_loadu_ps(&rc[ro]), sv);
+                sv = _mm256_fnmadd_ps(aim, _mm256_loadu_ps(&rs[ro]), sv);
               }
             }
+            __m128 x = _mm_add_ps(_mm256_castps256_ps128(sv), _mm256_extractf128_ps(sv, 1));
+            x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+            x = _mm_add_ss(x, _mm_shuffle_ps(x, x, 1));
+            s = _mm_cvtss_f32(x);
+          } else {
+            std::fill(wre.begin(), wre.end(), 0.0f);
+            std::fill(wim.begin(), wim.end(), 0.0f);
+            for (int gi = 0; gi < ng_; ++gi) {
+              float* gre = &wre[gi * g_];
+              float* gim = &wim[gi * g_];
+              for (int r = 0; r < kr_; ++r) {
+                int code = codes[(gi * kr_ + r) * P + t];
+                size_t oa = (size_t{1} * r * kE + (code % kE)) * half + gi * g_;
+                size_t ob = (size_t{1} * r * kE + (code / kE)) * half + gi * g_;
+                for (int j = 0; j < g_; ++j) {
+                  gre[j] += lre[oa + j] - lim[ob + j];
+                  gim[j] += lim[oa + j] + lre[ob + j];
+                }
+              }
+            }
+            for (int j = 0; j < half; ++j) {
+              s += wre[j] * rc[t * half + j] - wim[j] * rs[t * half + j];
+            }
           }
-          float s = 0;
-          for (int j = 0; j < half; ++j) s += wre[j] * rc[t * half + j] - wim[j] * rs[t * half + j];
-          scores[size_t{1} * qi * num_tokens + first + t] = s * Scale(slice, h, t) * inv_sqrt_d;
+          scores[size_t{1} * qi * num_tokens + first + t] = s * scale[t];
         }
       }
     }

@@ -104,7 +104,7 @@ TEST_F(ServerApiTest, QueueBoundIsResourceExhausted) {
   int exhausted = 0;
   for (int i = 0; i < 8; ++i) {
     ctxs.push_back(std::make_unique<grpc::ClientContext>());
-    ctxs.back()->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    ctxs.back()->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
     readers.push_back(stub->Generate(ctxs.back().get(), GreedyRequest("Hello", 1000)));
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -116,6 +116,8 @@ TEST_F(ServerApiTest, QueueBoundIsResourceExhausted) {
     }
     grpc::Status st = readers[i]->Finish();
     if (st.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) ++exhausted;
+    std::printf("queue bound: request %zu -> %s %s\n", i, StatusCodeName(st.error_code()),
+                st.error_message().c_str());
   }
   EXPECT_EQ(exhausted, 5);
   EXPECT_TRUE(server.WaitAllFree());

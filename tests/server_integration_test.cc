@@ -39,9 +39,8 @@ TEST_F(ServerIntegrationTest, ConcurrentMixedCodecsMatchSoloRuns) {
   for (const auto& c : codecs) cfg.pools.push_back({c, 96});
   cfg.num_slots = 32;
   cfg.scheduler.max_num_seqs = 32;
-  // every prompt is prefilled in one chunk, as when run alone: chunked prefill reads earlier
-  // chunks back from the cache and is not bit-equal to a one-shot prefill, which would make
-  // near-tie greedy choices differ (see docs/performance.md).
+  // every prompt is prefilled in one chunk, as when run alone (a chunked prefill reads earlier
+  // chunks back from the fp16 cache and is not bit-equal to a one-shot prefill).
   cfg.scheduler.max_batched_tokens = 4096;
   TestServer server(cfg);
   constexpr int kStreams = 32;

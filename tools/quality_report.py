@@ -105,6 +105,7 @@ def main():
             continue
         result = json.loads(out.strip().splitlines()[-1])
         result["settings"] = settings
+        result["passkey_run"] = passkey
         if name == "fp16":
             base_ppl = result["perplexity"]
             result["fp16_perplexity"] = base_ppl
@@ -145,7 +146,7 @@ def write_report(qdir):
              "| codec | bits/elem | bytes/token | compression | perplexity | ΔPPL % | passkey | K err | V err | attn err |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in results.items():
-        pk = "" if not r.get("passkey") else f"{sum(t['correct'] for t in r['passkey'])}/{len(r['passkey'])}"
+        pk = f"{100 * r['passkey_accuracy']:.0f}%" if r.get("passkey_run") else ""
         lines.append(f"| {name} | {r['bits_per_element']:.3g} | {r['bytes_per_token']:.0f} | "
                      f"{r['compression']:.2f}x | {r['perplexity']:.4f} | {r['delta_ppl_pct']:+.2f} | {pk} | "
                      f"{r['k_rel_error']:.3f} | {r['v_rel_error']:.3f} | {r['attn_rel_error']:.3f} |")

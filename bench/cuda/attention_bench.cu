@@ -54,6 +54,7 @@ struct Kernel {
   std::string name;
   KvPageFormat format;
   int kivi_bits, dk, dv, residual;
+  int vecinfer_version = 0;  // 1: the lut kernel (v4) even where the tensor-core kernel applies
 };
 
 constexpr int kHeads = 32, kKvHeads = 8, kDim = 128, kPage = 32;
@@ -114,6 +115,7 @@ int main(int argc, char** argv) {
       {"fp16-paged", KvPageFormat::kFp16, 2, 4, 4, 0},
       {"kivi-k2v2", KvPageFormat::kKivi, 2, 4, 4, 128},
       {"vecinfer-k2v2", KvPageFormat::kVecInfer, 2, 4, 4, 128},
+      {"vecinfer-k2v2-lut", KvPageFormat::kVecInfer, 2, 4, 4, 128, 1},
       {"vecinfer-k1v1", KvPageFormat::kVecInfer, 2, 8, 8, 128},
       {"vecinfer-k2v1", KvPageFormat::kVecInfer, 2, 4, 8, 128},
   };
@@ -217,6 +219,7 @@ int main(int argc, char** argv) {
         p.vq_v_codebook = cv;
         p.vq_k_sub_dim = k.dk;
         p.vq_v_sub_dim = k.dv;
+        p.vecinfer_version = k.vecinfer_version;
         p.workspace = ws;
         std::vector<float> ms;
         std::string err;
@@ -242,7 +245,7 @@ int main(int argc, char** argv) {
           if (csv) std::fprintf(csv, "%s,%d,%d,%.2f,%.0f,%.1f,%.1f\n", k.name.c_str(), batch, ctx, us, bytes, gbps,
                                 100.0 * gbps * 1e9 / ceiling);
           // stage costs of the vecinfer kernel (wrong results on purpose): skip scores / values.
-          if (k.format == KvPageFormat::kVecInfer && ((batch == 16 && ctx == 32768) || (batch == 1 && ctx == 131072))) {
+          if (k.format == KvPageFormat::kVecInfer && k.name == "vecinfer-k2v2-lut" && ((batch == 16 && ctx == 32768) || (batch == 1 && ctx == 131072))) {
             for (int skip = 1; skip <= 3; ++skip) {
               p.bench_skip_stages = skip;
               std::vector<float> ms2;

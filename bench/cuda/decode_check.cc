@@ -20,6 +20,7 @@ struct Variant {
   DecodeFormat format;
   int kivi_bits, dk, dv, residual;
   bool per_head;
+  int vecinfer_version = 0;  // 1: the lut kernel even where the tensor-core kernel applies
 };
 
 int Run(bool with_long) {
@@ -29,6 +30,7 @@ int Run(bool with_long) {
       {"kivi-k4v4", DecodeFormat::kKivi, 4, 4, 4, 128, false},
       {"vecinfer-k2v2", DecodeFormat::kVecInfer, 2, 4, 4, 128, false},
       {"vecinfer-k2v2-perhead", DecodeFormat::kVecInfer, 2, 4, 4, 128, true},
+      {"vecinfer-k2v2-lut", DecodeFormat::kVecInfer, 2, 4, 4, 128, false, 1},
       {"vecinfer-k4v4", DecodeFormat::kVecInfer, 2, 2, 2, 128, false},
       {"vecinfer-k1v1", DecodeFormat::kVecInfer, 2, 8, 8, 128, false},
       {"vecinfer-k2v1", DecodeFormat::kVecInfer, 2, 4, 8, 128, false},
@@ -56,6 +58,7 @@ int Run(bool with_long) {
           DecodeCase c = MakeDecodeCase(s);
           DeviceDecodeCase dev(c);
           dev.params().num_splits = splits;
+          dev.params().vecinfer_version = v.vecinfer_version;
           dev.PoisonOutput();
           std::string err = cuda::LaunchDecodeAttention(ToKernelFormat(s.format), dev.params(), nullptr);
           VQ_CUDA_CHECK(cudaDeviceSynchronize());
@@ -86,6 +89,7 @@ int Run(bool with_long) {
       s.seed = ++seed;
       DecodeCase c = MakeDecodeCase(s);
       DeviceDecodeCase dev(c);
+      dev.params().vecinfer_version = v.vecinfer_version;
       dev.PoisonOutput();
       std::string err = cuda::LaunchDecodeAttention(ToKernelFormat(s.format), dev.params(), nullptr);
       VQ_CUDA_CHECK(cudaDeviceSynchronize());

@@ -22,7 +22,7 @@ inline float Half(const uint8_t* p) {
   return _cvtsh_ss(h);
 }
 
-// quantizes one row of k floats (k % 32 == 0) into k / 32 blocks.
+// quantizes one row of k floats (k % 32 == 0) into k / 32 blocks; scales stay fp32.
 void QuantizeRow(const float* x, int k, BlockQ8* out) {
   for (int b = 0; b < k / 32; ++b) {
     const float* xb = x + b * 32;

@@ -83,6 +83,9 @@ std::string DispatchVecInferHeads(const DecodeAttentionParams& p, int hb, int sp
 template <int D>
 std::string DispatchVecInfer(const DecodeAttentionParams& p, int hb, int splits, cudaStream_t s) {
   const int dk = p.vq_k_sub_dim, dv = p.vq_v_sub_dim;
+  if (D == 128 && dk == 4 && dv == 4 && hb <= 4 && p.vecinfer_version == 0) {
+    return LaunchVecInferMmaDecode(p, hb, splits, s);
+  }
   if (dk == 2 && dv == 2) return DispatchVecInferHeads<D, 2, 2>(p, hb, splits, s);
   if (dk == 4 && dv == 4) return DispatchVecInferHeads<D, 4, 4>(p, hb, splits, s);
   if (dk == 8 && dv == 8) return DispatchVecInferHeads<D, 8, 8>(p, hb, splits, s);
@@ -129,7 +132,10 @@ int ChooseDecodeSplits(KvPageFormat f, const DecodeAttentionParams& p) {
   const int per_sm = f == KvPageFormat::kVecInfer ? 1 : 2;
   const int target = SmCount() * per_sm;
   int splits = 1;
-  if (blocks * 5 < target * 4) splits = (target + blocks - 1) / blocks;
+  if (blocks * 5 < target * 4) {
+    // vecinfer runs one block per sm: round down so that the splits fill at most one wave.
+    splits = f == KvPageFormat::kVecInfer ? target / blocks : (target + blocks - 1) / blocks;
+  }
   const int tiles = (p.max_coded_len + kSplitAlign - 1) / kSplitAlign;
   const int max_by_len = tiles / 2 > 1 ? tiles / 2 : 1;  // at least two tiles per split
   if (splits > max_by_len) splits = max_by_len;

@@ -74,6 +74,10 @@ struct DecodeAttentionParams {
   int64_t vq_v_codebook_head_stride = 0;
   int vq_k_sub_dim = 4;  // 2, 4 or 8
   int vq_v_sub_dim = 4;
+  // vecinfer kernel: 0 = tensor-core kernel where it applies (head_dim 128, 4-dim key and value
+  // sub-vectors, <= 4 query heads per kv head block), else the lut kernel; 1 = always the lut
+  // kernel (v4).
+  int vecinfer_version = 0;
 
   // split-kv scratch of DecodeWorkspaceFloats() floats in device memory.
   float* workspace = nullptr;

@@ -20,6 +20,11 @@ template <int D, int DK, int DV, int HBP>
 std::string LaunchVecInferDecode(const DecodeAttentionParams& p, int hb, int num_splits,
                                  cudaStream_t stream);
 
+// vecinfer pages, head_dim 128, 4-dim key and value sub-vectors, hb <= 4, on the tensor cores
+// (vecinfer_mma_decode.cu).
+std::string LaunchVecInferMmaDecode(const DecodeAttentionParams& p, int hb, int num_splits,
+                                    cudaStream_t stream);
+
 // out (b, h, :) = merge of the num_splits + 1 workspace partials of (b, h).
 std::string LaunchSplitCombine(const DecodeAttentionParams& p, int num_splits, cudaStream_t stream);
 

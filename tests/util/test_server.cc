@@ -16,7 +16,11 @@ LlamaModel* SharedDefaultModel() {
   static LlamaModel* model = [] () -> LlamaModel* {
     std::string path = DefaultModelPath();
     if (path.empty()) return nullptr;
-    auto m = LlamaModel::Load(path);
+    // fp32 sgemm for every step: the q8-activation path for short steps makes a sequence's
+    // logits depend on how many tokens share its step, so batched and solo runs would differ.
+    LoadOptions options;
+    options.quantized_decode = false;
+    auto m = LlamaModel::Load(path, options);
     if (!m.ok()) return nullptr;
     return m->release();
   }();

@@ -202,7 +202,7 @@ int RunEval(int argc, char** argv) {
                       absl::StrFormat("{\"tokens\":%d,\"depth\":%g,\"key\":\"%s\",\"answer\":\"%s\",\"correct\":%s}",
                                       t.length, t.depth, t.key, ans, t.correct ? "true" : "false"));
     }
-    std::printf(
+    absl::PrintF(
         "{\"codec\":\"%s\",\"codebooks\":\"%s\",\"ctx\":%d,\"windows\":%d,\"predictions\":%lld,"
         "\"perplexity\":%.6f,\"fp16_perplexity\":%.6f,\"delta_ppl_pct\":%.4f,"
         "\"bytes_per_token\":%.2f,\"fp16_bytes_per_token\":%.2f,\"compression\":%.3f,"
@@ -213,7 +213,7 @@ int RunEval(int argc, char** argv) {
         ppl.perplexity(), base, dppl, bpt, fp16_bpt, fp16_bpt / bpt, bits_per_element, c.FixedBytes(),
         c.residual_tokens(), err.k_rel, err.v_rel, err.attn_rel, passkey_acc, tj, seconds());
   } else {
-    std::printf("codec %s\nperplexity %.4f (fp16 %.4f, delta %+.2f%%) over %d windows of %d tokens\n",
+    absl::PrintF("codec %s\nperplexity %.4f (fp16 %.4f, delta %+.2f%%) over %d windows of %d tokens\n",
                 flags.codec.c_str(), ppl.perplexity(), base, dppl, flags.windows, flags.ctx);
     std::printf("kv bytes/token %.1f (fp16 %.0f), compression %.2fx, %.3f bits/element, "
                 "residual %d fp16 tokens, codebooks %zu bytes\n",
