@@ -31,7 +31,8 @@ struct LoadOptions {
   bool quantized_decode = true;
 };
 
-// a llama-family transformer on the cpu; weights dequantized to fp32 at load.
+// a llama-family transformer on the cpu; weights dequantized to fp32 at load (and, with
+// quantized_decode, the q4/q8 blocks kept for decode steps).
 class LlamaModel {
  public:
   // loads weights, hyper-parameters and tokenizer; errors name the file and the problem.

@@ -31,6 +31,8 @@ int Run(bool with_long) {
       {"vecinfer-k2v2", DecodeFormat::kVecInfer, 2, 4, 4, 128, false},
       {"vecinfer-k2v2-perhead", DecodeFormat::kVecInfer, 2, 4, 4, 128, true},
       {"vecinfer-k2v2-lut", DecodeFormat::kVecInfer, 2, 4, 4, 128, false, 1},
+      {"vecinfer-k2v2-lutmma", DecodeFormat::kVecInfer, 2, 4, 4, 128, false, 2},
+      {"vecinfer-k2v2-lutmma-ph", DecodeFormat::kVecInfer, 2, 4, 4, 128, true, 2},
       {"vecinfer-k4v4", DecodeFormat::kVecInfer, 2, 2, 2, 128, false},
       {"vecinfer-k1v1", DecodeFormat::kVecInfer, 2, 8, 8, 128, false},
       {"vecinfer-k2v1", DecodeFormat::kVecInfer, 2, 4, 8, 128, false},

@@ -83,7 +83,7 @@ std::string DispatchVecInferHeads(const DecodeAttentionParams& p, int hb, int sp
 template <int D>
 std::string DispatchVecInfer(const DecodeAttentionParams& p, int hb, int splits, cudaStream_t s) {
   const int dk = p.vq_k_sub_dim, dv = p.vq_v_sub_dim;
-  if (D == 128 && dk == 4 && dv == 4 && hb <= 4 && p.vecinfer_version == 0) {
+  if (D == 128 && dk == 4 && dv == 4 && hb <= 4 && p.vecinfer_version != 1) {
     return LaunchVecInferMmaDecode(p, hb, splits, s);
   }
   if (dk == 2 && dv == 2) return DispatchVecInferHeads<D, 2, 2>(p, hb, splits, s);

@@ -76,7 +76,7 @@ struct DecodeAttentionParams {
   int vq_v_sub_dim = 4;
   // vecinfer kernel: 0 = tensor-core kernel where it applies (head_dim 128, 4-dim key and value
   // sub-vectors, <= 4 query heads per kv head block), else the lut kernel; 1 = always the lut
-  // kernel (v4).
+  // kernel (v4); 2 = the tensor-core kernel with lookup-table scores where it applies.
   int vecinfer_version = 0;
 
   // split-kv scratch of DecodeWorkspaceFloats() floats in device memory.

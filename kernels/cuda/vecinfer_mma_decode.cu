@@ -33,7 +33,8 @@ constexpr int kPageCodes = 32 * kSubs;           // code bytes of one kv head's 
 constexpr int kStageBytes = 2 * kPageCodes;      // k codes then v codes
 constexpr int kBookBytes = kSubs * 256 * 8;      // fp16 codebook
 constexpr int kPRow = 40;                        // halves per probability row (32 + pad)
-constexpr size_t kMmaSmemBytes = 2 * size_t{kBookBytes} + size_t{kMmaWarps} * kWStages * kStageBytes;
+constexpr size_t kQOffset = 2 * size_t{kBookBytes} + size_t{kMmaWarps} * kWStages * kStageBytes;
+constexpr size_t kMmaSmemBytes = kQOffset + 4 * kDim * 4;  // + scaled queries [4][128] fp32
 static_assert(kMmaSmemBytes <= 232448, "vecinfer mma smem");
 static_assert(DenseSmem<kDim, 4, kMmaThreads>::kFloats * 4 <= kMmaSmemBytes, "residual smem");
 static_assert(kMmaWarps * 4 * (kDim + 2) * 4 <= kMmaWarps * kWStages * kStageBytes, "merge smem");
@@ -64,6 +65,11 @@ __device__ inline void Mma16816(float* c, uint32_t a0, uint32_t a1, uint32_t a2,
 
 // q_tilde (batch, num_heads, 128) fp32; codebooks (32, 256, 4) fp32 per kv head; pages per
 // docs/kv_formats.md; writes workspace partials (batch, num_heads, splits + 1, 128 + 2).
+// kLut: scores from an fp16 lookup table lut[code][sub-vector] = (q_h . Ck[m][code])_{h < 4}
+// (lane = token, sub-vectors visited in a lane-rotated order so that a half warp's 8-byte
+// gathers hit 16 distinct bank pairs; fp32 sums) instead of the key mma, whose gathers of
+// random codes conflict.
+template <bool kLut>
 __global__ void __launch_bounds__(kMmaThreads, 1)
     VecInferMmaDecodeKernel(const DecodeAttentionParams p, int hb, int num_splits) {
   extern __shared__ float4 mma_smem4[];
@@ -111,23 +117,42 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
   // fp16 codebooks, and this lane's query fragments (col gid: head gid & 3, hi or lo part).
   const float4* ckg = reinterpret_cast<const float4*>(p.vq_k_codebook + kvh * p.vq_k_codebook_head_stride);
   const float4* cvg = reinterpret_cast<const float4*>(p.vq_v_codebook + kvh * p.vq_v_codebook_head_stride);
+  const float qs = p.scale * 1.4426950408889634f;  // scores in log2 units
+  float* q_s = reinterpret_cast<float*>(smem + kQOffset);  // [4][128] scaled, 0 past hb
+  if constexpr (kLut) {
+    for (int i = tid; i < 4 * kDim; i += kMmaThreads) {
+      const int h = i / kDim;
+      q_s[i] = h < hb ? p.q_tilde[b * p.q_batch_stride + (h0 + h) * p.q_head_stride + i % kDim] * qs : 0.0f;
+    }
+    __syncthreads();
+  }
   for (int e = tid; e < kSubs * 256; e += kMmaThreads) {
     const float4 k = ckg[e], v = cvg[e];
-    ck_s[e] = make_uint2(PackHalf2(k.x, k.y), PackHalf2(k.z, k.w));
+    if constexpr (kLut) {
+      const int m = e / 256, code = e % 256;
+      float d[4];
+#pragma unroll
+      for (int h = 0; h < 4; ++h) {
+        const float4 q = *reinterpret_cast<const float4*>(q_s + h * kDim + 4 * m);
+        d[h] = q.x * k.x + q.y * k.y + q.z * k.z + q.w * k.w;
+      }
+      ck_s[code * kSubs + m] = make_uint2(PackHalf2(d[0], d[1]), PackHalf2(d[2], d[3]));
+    } else {
+      ck_s[e] = make_uint2(PackHalf2(k.x, k.y), PackHalf2(k.z, k.w));
+    }
     cv_s[e] = make_uint2(PackHalf2(v.x, v.y), PackHalf2(v.z, v.w));
   }
   uint32_t qb[8][2];
   {
     const int qh = gid & 3;
     const bool lo = gid >= 4, valid = qh < hb;
-    const float qs = p.scale * 1.4426950408889634f;  // scores in log2 units
     const float* qrow = p.q_tilde + b * p.q_batch_stride + (h0 + (valid ? qh : 0)) * p.q_head_stride;
 #pragma unroll
     for (int ks = 0; ks < 8; ++ks) {
       const int d = (tig * 8 + ks) * 4;
       float x[4];
 #pragma unroll
-      for (int j = 0; j < 4; ++j) x[j] = valid ? HiOrLo(qrow[d + j] * qs, lo) : 0.0f;
+      for (int j = 0; j < 4; ++j) x[j] = valid && !kLut ? HiOrLo(qrow[d + j] * qs, lo) : 0.0f;
       qb[ks][0] = PackHalf2(x[0], x[1]);
       qb[ks][1] = PackHalf2(x[2], x[3]);
     }
@@ -139,7 +164,14 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
   for (int i = 0; i < 8; ++i)
 #pragma unroll
     for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
-  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};  // heads 2 (tig & 1) + e
+  // softmax state: mma scores: heads 2 (tig & 1) + e (e < 2); lut scores: heads e (e < 4).
+  constexpr int kNh = kLut ? 4 : 2;
+  float m_run[kNh], l_run[kNh];
+#pragma unroll
+  for (int e = 0; e < kNh; ++e) {
+    m_run[e] = -INFINITY;
+    l_run[e] = 0.0f;
+  }
   const bool lo_lane = tig >= 2;
   const int ha = 2 * (tig & 1);
   const uint2* ckt = ck_s + tig * 8 * 256;  // sub-vector tig * 8 + ks at + ks * 256
@@ -154,6 +186,54 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
     const uint8_t* vc = kc + kPageCodes;
     const int ptok0 = (page0 + warp + kMmaWarps * i) * 32;
 
+    __half* pb = reinterpret_cast<__half*>(kc);  // [8 cols][kPRow tokens], after the k codes
+    if constexpr (kLut) {
+      // lane = token; word wi, byte kk = sub-vector 4 wi + kk.
+      const uint32_t* row = reinterpret_cast<const uint32_t*>(kc + lane * kSubs);
+      float sc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+      for (int J = 0; J < 8; ++J) {
+        const int wi = (J + (lane >> 2)) & 7;
+        const uint32_t word = row[wi];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          const int kk = (k + lane) & 3;
+          const uint32_t code = (word >> (kk * 8)) & 0xFFu;
+          const uint2 e = ck_s[code * kSubs + wi * 4 + kk];
+          const float2 a = Half2BitsToFloat2(e.x), c = Half2BitsToFloat2(e.y);
+          sc[0] += a.x;
+          sc[1] += a.y;
+          sc[2] += c.x;
+          sc[3] += c.y;
+        }
+      }
+      const bool valid = ptok0 + lane < t1;
+      float alpha[4];
+      __syncwarp();  // every lane has read its k codes: the probabilities reuse that space
+#pragma unroll
+      for (int h = 0; h < 4; ++h) {
+        const float v = valid ? sc[h] : -INFINITY;
+        const float m_new = fmaxf(m_run[h], WarpMax(v));
+        const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+        alpha[h] = exp2f(m_run[h] - m_use);
+        m_run[h] = m_new;
+        const float pv = exp2f(v - m_use);
+        l_run[h] = l_run[h] * alpha[h] + pv;
+        pb[h * kPRow + lane] = __float2half_rn(pv);
+        pb[(h + 4) * kPRow + lane] = __float2half_rn(HiOrLo(pv, true));
+      }
+      if (alpha[0] != 1.0f || alpha[1] != 1.0f || alpha[2] != 1.0f || alpha[3] != 1.0f) {  // warp-uniform
+        const float a0 = (tig & 1) ? alpha[2] : alpha[0], a1 = (tig & 1) ? alpha[3] : alpha[1];
+#pragma unroll
+        for (int mi = 0; mi < 8; ++mi) {
+          acc[mi][0] *= a0;
+          acc[mi][1] *= a1;
+          acc[mi][2] *= a0;
+          acc[mi][3] *= a1;
+        }
+      }
+      __syncwarp();
+    } else {
     // scores: m-tile mt = tokens mt * 16 .. + 15; lane rows gid, gid + 8.
     float s[2][4];
 #pragma unroll
@@ -192,7 +272,6 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
       m_run[e] = m_new;
     }
     __syncwarp();  // every lane has read its k codes: the probabilities reuse that space
-    __half* pb = reinterpret_cast<__half*>(kc);  // [8 cols][kPRow tokens]
     float sum[2] = {0.0f, 0.0f};
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt)
@@ -216,6 +295,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
     }
     __syncwarp();
 
+    }
     // values: k-step kv = tokens kv * 16 .. + 15; lane k rows are tokens tb, tb + 1, tb + 8, tb + 9.
 #pragma unroll
     for (int kv = 0; kv < 2; ++kv) {
@@ -244,12 +324,12 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
   float* red = reinterpret_cast<float*>(stages);  // [warp][4 heads][128]
   float* wm = red + kMmaWarps * 4 * kDim;         // [warp][4]
   float* wl = wm + kMmaWarps * 4;
-  float l_tot[2];
+  float l_tot[kNh];
 #pragma unroll
-  for (int e = 0; e < 2; ++e) {
+  for (int e = 0; e < kNh; ++e) {
     l_tot[e] = l_run[e];
 #pragma unroll
-    for (int o = 4; o < 32; o <<= 1) l_tot[e] += __shfl_xor_sync(0xffffffffu, l_tot[e], o);
+    for (int o = kLut ? 1 : 4; o < 32; o <<= 1) l_tot[e] += __shfl_xor_sync(0xffffffffu, l_tot[e], o);
   }
 #pragma unroll
   for (int mi = 0; mi < 8; ++mi)
@@ -264,12 +344,19 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
       red[(warp * 4 + ha) * kDim + d + 1] = acc[mi][2];
       red[(warp * 4 + ha + 1) * kDim + d + 1] = acc[mi][3];
     }
-    if (gid == 0) {
+    if (gid == 0 && !kLut) {
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
+      for (int e = 0; e < kNh; ++e) {
         wm[warp * 4 + ha + e] = m_run[e];
         wl[warp * 4 + ha + e] = l_tot[e];
       }
+    }
+  }
+  if (kLut && lane == 0) {
+#pragma unroll
+    for (int e = 0; e < kNh; ++e) {
+      wm[warp * 4 + e] = m_run[e];
+      wl[warp * 4 + e] = l_tot[e];
     }
   }
   __syncthreads();
@@ -291,25 +378,31 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
   }
 }
 
-}  // namespace
-
-std::string LaunchVecInferMmaDecode(const DecodeAttentionParams& p, int hb, int num_splits,
-                                    cudaStream_t stream) {
+template <bool kLut>
+std::string LaunchVariant(const DecodeAttentionParams& p, int hb, int num_splits, cudaStream_t stream) {
   if (p.head_dim != kDim || p.vq_k_sub_dim != 4 || p.vq_v_sub_dim != 4 || hb > 4) {
     return "vecinfer mma decode: needs head_dim 128, 4-dim sub-vectors, <= 4 heads per block";
   }
   static bool configured = false;
   if (!configured) {
-    VQ_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(VecInferMmaDecodeKernel,
+    VQ_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(VecInferMmaDecodeKernel<kLut>,
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                  static_cast<int>(kMmaSmemBytes)));
     configured = true;
   }
   const int group = p.num_heads / p.num_kv_heads;
   dim3 grid(num_splits + 1, p.num_kv_heads * (group / hb), p.batch);
-  VecInferMmaDecodeKernel<<<grid, kMmaThreads, kMmaSmemBytes, stream>>>(p, hb, num_splits);
+  VecInferMmaDecodeKernel<kLut><<<grid, kMmaThreads, kMmaSmemBytes, stream>>>(p, hb, num_splits);
   VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return "";
+}
+
+}  // namespace
+
+std::string LaunchVecInferMmaDecode(const DecodeAttentionParams& p, int hb, int num_splits,
+                                    cudaStream_t stream) {
+  return p.vecinfer_version == 2 ? LaunchVariant<true>(p, hb, num_splits, stream)
+                                 : LaunchVariant<false>(p, hb, num_splits, stream);
 }
 
 }  // namespace vqserve::cuda

@@ -10,56 +10,13 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "runtime/fp16_codec.h"
+#include "runtime/calibration_recorder.h"
 #include "runtime/kv_cache.h"
 #include "runtime/llama_model.h"
-#include "runtime/paged_kv_cache.h"
 #include "tests/test_paths.h"
 
 namespace vqserve::testing {
 namespace {
-
-// records every appended key/value of one sequence and attends through an fp16 paged cache.
-class RecordingCache : public KvCache {
- public:
-  RecordingCache(const KvShape& shape, int max_tokens)
-      : shape_(shape), pages_(max_tokens / 32 + 2),
-        inner_(MakePagedKvCache(MakeFp16Codec(shape), pages_, 1)),
-        table_(pages_), layers_(shape.num_layers) {
-    for (int i = 0; i < pages_; ++i) table_[i] = i;
-    spec_ = inner_->spec();
-    spec_.needs_pre_rope_keys = true;
-  }
-  const KvCacheSpec& spec() const override { return spec_; }
-  const KvShape& shape() const override { return shape_; }
-  int num_pages() const override { return pages_; }
-  int num_slots() const override { return 1; }
-  void Append(int layer, const KvSeqRef& seq, int n, const float* k_pre_rope,
-              const float* k_rope, const float* v) override {
-    size_t row = size_t{1} * shape_.num_kv_heads * shape_.head_dim;
-    LayerSamples& ls = layers_[layer];
-    ls.k_pre_rope.insert(ls.k_pre_rope.end(), k_pre_rope, k_pre_rope + n * row);
-    ls.k_rope.insert(ls.k_rope.end(), k_rope, k_rope + n * row);
-    ls.v.insert(ls.v.end(), v, v + n * row);
-    for (int i = 0; i < n; ++i) ls.positions.push_back(seq.num_cached + i);
-    ls.num_tokens += n;
-    inner_->Append(layer, Ref(seq), n, nullptr, k_rope, v);
-  }
-  void Attend(int layer, const KvSeqRef& seq, int n, const float* q, float* out) override {
-    inner_->Attend(layer, Ref(seq), n, q, out);
-  }
-  std::vector<LayerSamples>& layers() { return layers_; }
-
- private:
-  KvSeqRef Ref(const KvSeqRef& seq) const { return KvSeqRef{0, table_.data(), pages_, seq.num_cached}; }
-
-  KvShape shape_;
-  int pages_;
-  std::unique_ptr<PagedKvCache> inner_;
-  std::vector<int32_t> table_;
-  std::vector<LayerSamples> layers_;
-  KvCacheSpec spec_;
-};
 
 template <typename T>
 void WriteVec(std::ofstream& f, const std::vector<T>& v) {
@@ -118,7 +75,7 @@ absl::StatusOr<CalibrationData> ModelKvSamples(const std::string& text_path, int
   }
   ids.resize(tokens);
   const KvShape shape = (*model)->kv_shape();
-  RecordingCache cache(shape, tokens);
+  CalibrationRecorder cache(shape, (*model)->config().rope_theta, tokens);
   std::vector<float> logits;
   for (int done = 0; done < tokens;) {
     int n = std::min(256, tokens - done);
@@ -130,10 +87,11 @@ absl::StatusOr<CalibrationData> ModelKvSamples(const std::string& text_path, int
     (*model)->Forward(std::span<const ForwardSeq>(&seq, 1), &logits);
     done += n;
   }
+  CalibrationData recorded = cache.TakeData();
   data.shape = shape;
   data.shape.num_layers = static_cast<int>(layers.size());
-  data.rope_theta = (*model)->config().rope_theta;
-  for (int l : layers) data.layers.push_back(std::move(cache.layers()[l]));
+  data.rope_theta = recorded.rope_theta;
+  for (int l : layers) data.layers.push_back(std::move(recorded.layers[l]));
   std::ofstream f(cache_path, std::ios::binary);
   f.write(reinterpret_cast<const char*>(&data.shape), sizeof(KvShape));
   f.write(reinterpret_cast<const char*>(&data.rope_theta), 4);

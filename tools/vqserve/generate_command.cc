@@ -18,12 +18,13 @@ namespace {
 constexpr char kUsage[] =
     "usage: vqserve generate [--model PATH] --prompt TEXT [--chat] [--max-tokens N]\n"
     "         [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--repetition-penalty R]\n"
-    "         [--seed S] [--threads N]\n";
+    "         [--seed S] [--threads N] [--fp32]\n";
 
 struct GenerateFlags {
   std::string model = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
   std::string prompt;
   bool chat = false;
+  bool fp32 = false;  // fp32 weights for decode steps too (no q4/q8 blocks)
   int max_tokens = 128;
   int threads = 0;
   SamplingParams sampling;
@@ -45,6 +46,8 @@ bool ParseFlags(int argc, char** argv, GenerateFlags* f) {
     const char* v = nullptr;
     if (a == "--chat") {
       f->chat = true;
+    } else if (a == "--fp32") {
+      f->fp32 = true;
     } else if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stderr);
       std::exit(0);
@@ -80,6 +83,7 @@ int RunGenerate(int argc, char** argv) {
   if (!ParseFlags(argc, argv, &flags)) return 2;
   LoadOptions options;
   options.num_threads = flags.threads;
+  options.quantized_decode = !flags.fp32;
   auto model = LlamaModel::Load(flags.model, options);
   if (!model.ok()) {
     std::fprintf(stderr, "vqserve generate: %s\n", std::string(model.status().message()).c_str());
