@@ -186,9 +186,9 @@ TEST(LlamaModelTest, BatchedForwardEqualsEachSequenceAloneFp32) {
 }
 
 TEST(LlamaModelTest, BatchedForwardEqualsEachSequenceAloneQuantizedDecode) {
-  // single-token steps alone take the q8 path, the batched steps (> 4 tokens) fp32 sgemm:
-  // q8 activation noise only, ~3% of the logit range as against llama.cpp (see above).
-  CheckBatchedEqualsAlone(/*quantized_decode=*/true, 1.5);
+  // every step takes the q8 path whatever its size, and each row's arithmetic is independent
+  // of the others: batched and alone must agree to rounding of the summation (measured 0).
+  CheckBatchedEqualsAlone(/*quantized_decode=*/true, 1e-4);
 }
 
 }  // namespace

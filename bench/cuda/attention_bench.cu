@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
       {"kivi-k2v2", KvPageFormat::kKivi, 2, 4, 4, 128},
       {"vecinfer-k2v2", KvPageFormat::kVecInfer, 2, 4, 4, 128},
       {"vecinfer-k2v2-lut", KvPageFormat::kVecInfer, 2, 4, 4, 128, 1},
-      {"vecinfer-k2v2-lutmma", KvPageFormat::kVecInfer, 2, 4, 4, 128, 2},
+      {"vecinfer-k2v2-mmakeys", KvPageFormat::kVecInfer, 2, 4, 4, 128, 2},
       {"vecinfer-k1v1", KvPageFormat::kVecInfer, 2, 8, 8, 128},
       {"vecinfer-k2v1", KvPageFormat::kVecInfer, 2, 4, 8, 128},
   };

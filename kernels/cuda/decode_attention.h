@@ -74,9 +74,10 @@ struct DecodeAttentionParams {
   int64_t vq_v_codebook_head_stride = 0;
   int vq_k_sub_dim = 4;  // 2, 4 or 8
   int vq_v_sub_dim = 4;
-  // vecinfer kernel: 0 = tensor-core kernel where it applies (head_dim 128, 4-dim key and value
-  // sub-vectors, <= 4 query heads per kv head block), else the lut kernel; 1 = always the lut
-  // kernel (v4); 2 = the tensor-core kernel with lookup-table scores where it applies.
+  // vecinfer kernel: 0 = tensor-core value kernel with fp16 lookup-table scores where it
+  // applies (head_dim 128, 4-dim key and value sub-vectors, <= 4 query heads per kv head block),
+  // else the lut kernel; 1 = always the lut kernel (v4); 2 = the tensor-core kernel with key
+  // mma scores (v5) where it applies.
   int vecinfer_version = 0;
 
   // split-kv scratch of DecodeWorkspaceFloats() floats in device memory.

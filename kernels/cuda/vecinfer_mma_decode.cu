@@ -1,7 +1,8 @@
 // vecinfer decode attention (head_dim 128, 4-dim key and value sub-vectors, 8-bit codes) on
-// the tensor cores: keys and values are dequantized from fp16 codebooks in shared memory
-// straight into mma.m16n8k16 fragments, and every warp runs its own online softmax over its
-// own pages, so the main loop has no block barrier.
+// the tensor cores: values (and, in the kLut = false variant, keys) are dequantized from fp16
+// codebooks in shared memory straight into mma.m16n8k16 fragments, and every warp runs its
+// own online softmax over its own pages, so the main loop has no block barrier. the default
+// (kLut = true) scores through an fp16 query lookup table instead of the key mma.
 //
 // grid (splits + 1, kv heads x head groups, batch), 512 threads (16 warps), hb <= 4 query
 // heads of one kv head per block. smem: Ck, Cv fp16 [32 sub-vectors][256 codes][4] (64 KB
@@ -401,8 +402,9 @@ std::string LaunchVariant(const DecodeAttentionParams& p, int hb, int num_splits
 
 std::string LaunchVecInferMmaDecode(const DecodeAttentionParams& p, int hb, int num_splits,
                                     cudaStream_t stream) {
-  return p.vecinfer_version == 2 ? LaunchVariant<true>(p, hb, num_splits, stream)
-                                 : LaunchVariant<false>(p, hb, num_splits, stream);
+  // lut scores measured faster (docs/performance.md, run6); 2 keeps the key-mma scores.
+  return p.vecinfer_version == 2 ? LaunchVariant<false>(p, hb, num_splits, stream)
+                                 : LaunchVariant<true>(p, hb, num_splits, stream);
 }
 
 }  // namespace vqserve::cuda

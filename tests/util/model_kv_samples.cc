@@ -7,6 +7,9 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <system_error>
+
+#include <unistd.h>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -92,7 +95,10 @@ absl::StatusOr<CalibrationData> ModelKvSamples(const std::string& text_path, int
   data.shape.num_layers = static_cast<int>(layers.size());
   data.rope_theta = recorded.rope_theta;
   for (int l : layers) data.layers.push_back(std::move(recorded.layers[l]));
-  std::ofstream f(cache_path, std::ios::binary);
+  // written under a temporary name and renamed, so tests running in parallel never read a
+  // partial cache.
+  std::string tmp_path = cache_path + ".tmp." + std::to_string(::getpid());
+  std::ofstream f(tmp_path, std::ios::binary);
   f.write(reinterpret_cast<const char*>(&data.shape), sizeof(KvShape));
   f.write(reinterpret_cast<const char*>(&data.rope_theta), 4);
   for (const LayerSamples& ls : data.layers) {
@@ -101,6 +107,9 @@ absl::StatusOr<CalibrationData> ModelKvSamples(const std::string& text_path, int
     WriteVec(f, ls.v);
     WriteVec(f, ls.positions);
   }
+  f.close();
+  std::error_code ec;
+  std::filesystem::rename(tmp_path, cache_path, ec);
   return data;
 }
 

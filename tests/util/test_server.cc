@@ -16,11 +16,9 @@ LlamaModel* SharedDefaultModel() {
   static LlamaModel* model = [] () -> LlamaModel* {
     std::string path = DefaultModelPath();
     if (path.empty()) return nullptr;
-    // fp32 sgemm for every step: the q8-activation path for short steps makes a sequence's
-    // logits depend on how many tokens share its step, so batched and solo runs would differ.
-    LoadOptions options;
-    options.quantized_decode = false;
-    auto m = LlamaModel::Load(path, options);
+    // the production path: q8-activation matmuls for every step size, so a sequence's
+    // logits do not depend on what shares its step (see llama_model_test).
+    auto m = LlamaModel::Load(path);
     if (!m.ok()) return nullptr;
     return m->release();
   }();

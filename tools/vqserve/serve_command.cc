@@ -1,5 +1,8 @@
 // `vqserve serve`: loads the model, sizes the kv pools, starts the engine, the grpc server and
 // the /metrics endpoint, and drains on SIGTERM / SIGINT.
+#include <unistd.h>
+
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -35,7 +38,7 @@ struct ServeFlags {
   std::string device = "cpu";
   std::string host = "0.0.0.0";
   int port = 50051;
-  int metrics_port = 9090;
+  int metrics_port = 9464;
   std::string kv_codec = "fp16";
   std::string kv_codecs;
   std::string codebooks;
@@ -118,6 +121,14 @@ bool ParseFlags(int argc, char** argv, ServeFlags* f) {
   return true;
 }
 
+int g_signal_pipe[2] = {-1, -1};
+
+void OnSignal(int sig) {
+  unsigned char b = static_cast<unsigned char>(sig);
+  ssize_t n = write(g_signal_pipe[1], &b, 1);
+  (void)n;
+}
+
 int Fail(const absl::Status& st) {
   std::fprintf(stderr, "vqserve serve: %s\n", std::string(st.message()).c_str());
   return 1;
@@ -136,12 +147,14 @@ int RunServe(int argc, char** argv) {
     std::fprintf(stderr, "vqserve serve: --device must be cpu or cuda\n");
     return 2;
   }
-  // every thread started from here on inherits the blocked signals; main waits for them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // SIGTERM / SIGINT wake the main thread through a pipe, whichever thread receives them
+  // (libraries start threads before main, so blocking the signals is not enough).
+  if (pipe(g_signal_pipe) != 0) return Fail(absl::InternalError("cannot create signal pipe"));
+  struct sigaction sa = {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
 
   LoadOptions load;
   load.num_threads = flags.threads;
@@ -214,8 +227,10 @@ int RunServe(int argc, char** argv) {
                    : "off");
   std::fflush(stdout);
 
-  int sig = 0;
-  sigwait(&signals, &sig);
+  unsigned char sig_byte = 0;
+  while (read(g_signal_pipe[0], &sig_byte, 1) < 0 && errno == EINTR) {
+  }
+  int sig = sig_byte;
   std::printf("vqserve: signal %d, draining (up to %.0f s)\n", sig, flags.drain_timeout);
   std::fflush(stdout);
   int aborted = (*server)->Drain(absl::Seconds(flags.drain_timeout));
