@@ -106,6 +106,11 @@ TEST_F(ServerApiTest, QueueBoundIsResourceExhausted) {
     ctxs.push_back(std::make_unique<grpc::ClientContext>());
     ctxs.back()->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
     readers.push_back(stub->Generate(ctxs.back().get(), GreedyRequest("Hello", 1000)));
+    if (i == 0) {
+      // wait until the first is running (it streamed a token), so exactly two can wait.
+      v1::GenerateResponse first;
+      ASSERT_TRUE(readers[0]->Read(&first));
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   // the first is running and two wait; the rest were refused at once.
