@@ -50,13 +50,15 @@ TestServer::TestServer(TestServerConfig config) {
   eo.scheduler = config.scheduler;
   eo.default_codec = config.pools[0].first;
   engine_ = std::make_unique<Engine>(model, std::move(caches), eo, metrics_.get());
-  engine_->Start();
+  if (config.start_engine) engine_->Start();
   config.server.host = "127.0.0.1";
   config.server.port = 0;
   auto s = InferenceServer::Start(engine_.get(), metrics_.get(), std::move(config.server));
   if (!s.ok()) std::abort();
   server_ = std::move(*s);
 }
+
+void TestServer::StartEngine() { engine_->Start(); }
 
 TestServer::~TestServer() {
   server_.reset();

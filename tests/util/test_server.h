@@ -30,6 +30,8 @@ struct TestServerConfig {
   int num_slots = 32;
   SchedulerConfig scheduler;
   ServerOptions server;        // host/port are forced to 127.0.0.1:0
+  // false: the engine loop waits for StartEngine(), so tests can queue requests first.
+  bool start_engine = true;
 };
 
 // engine + grpc server; Drain or the destructor shuts it down.
@@ -39,6 +41,8 @@ class TestServer {
   ~TestServer();
 
   Engine& engine() { return *engine_; }
+  // starts the engine loop of a server made with start_engine = false (once).
+  void StartEngine();
   InferenceServer& server() { return *server_; }
   ServerMetrics& metrics() { return *metrics_; }
   MetricsRegistry& registry() { return registry_; }
