@@ -26,8 +26,9 @@ struct ForwardSeq {
 
 struct LoadOptions {
   int num_threads = 0;  // 0: all cores
-  // steps of at most a few tokens multiply by the file's q4_0/q4_1/q8_0 blocks with q8
-  // activations (as llama.cpp does); longer steps, and every step when false, use fp32 sgemm.
+  // true: every step multiplies by the file's q4_0/q4_1/q8_0 blocks with q8 activations (as
+  // llama.cpp does), so a row's arithmetic is independent of the step's other rows; false:
+  // fp32 sgemm on weights dequantized at load.
   bool quantized_decode = true;
 };
 

@@ -191,5 +191,40 @@ TEST(LlamaModelTest, BatchedForwardEqualsEachSequenceAloneQuantizedDecode) {
   CheckBatchedEqualsAlone(/*quantized_decode=*/true, 1e-4);
 }
 
+// the logits after a prompt fed as `chunks` and then one decode token.
+std::vector<float> LogitsAfterChunks(LlamaModel& model, const std::vector<int32_t>& tokens,
+                                     std::vector<int> chunks) {
+  auto cache = MakePagedKvCache(MakeFp16Codec(model.kv_shape()), 8, 1);
+  std::vector<TestSequence> seqs = {MakeSequence(0, 0, 8)};
+  chunks.push_back(1);
+  std::vector<float> all = RunSteps(model, *cache, seqs, {tokens}, {chunks}, false);
+  const size_t vocab = model.config().vocab_size;
+  return std::vector<float>(all.end() - vocab, all.end());
+}
+
+TEST(LlamaModelTest, ChunkedPrefillEqualsOneShot) {
+  // every chunk appends its k/v to the cache and then attends over the cache, so the split of
+  // a prompt into chunks changes nothing but the matmul row count (row-independent q8 path).
+  std::unique_ptr<LlamaModel> model = LoadOrSkip(/*quantized_decode=*/true);
+  if (!model) GTEST_SKIP() << "default model missing";
+  std::vector<int32_t> tokens = model->tokenizer().Encode(
+      "It was the best of times, it was the worst of times, it was the age of wisdom, it was the "
+      "age of foolishness, it was the epoch of belief, it was the epoch of incredulity, it was "
+      "the season of Light, it was the season of Darkness.", true, false);
+  ASSERT_GE(tokens.size(), 46u);
+  tokens.resize(46);
+  std::vector<float> one = LogitsAfterChunks(*model, tokens, {45});
+  for (const std::vector<int>& chunks :
+       std::vector<std::vector<int>>{{20, 25}, {31, 1, 13}, {5, 5, 5, 5, 5, 5, 5, 5, 5}}) {
+    std::vector<float> split = LogitsAfterChunks(*model, tokens, chunks);
+    double worst = 0;
+    for (size_t i = 0; i < one.size(); ++i) {
+      worst = std::max(worst, double(std::abs(one[i] - split[i])));
+    }
+    std::printf("chunks of %d...: max |dlogit| vs one-shot %.2e\n", chunks[0], worst);
+    EXPECT_LT(worst, 1e-4) << chunks.size() << " chunks";
+  }
+}
+
 }  // namespace
 }  // namespace vqserve

@@ -40,8 +40,9 @@ TEST_F(ServerIntegrationTest, ConcurrentMixedCodecsMatchSoloRuns) {
   for (const auto& c : codecs) cfg.pools.push_back({c, 96});
   cfg.num_slots = 32;
   cfg.scheduler.max_num_seqs = 32;
-  // every prompt is prefilled in one chunk, as when run alone (a chunked prefill reads earlier
-  // chunks back from the fp16 cache and is not bit-equal to a one-shot prefill).
+  // every prompt is prefilled in one chunk, as when run alone: with a compressed codec a chunk
+  // boundary changes which earlier prompt tokens a prefill query sees as codes rather than fp16
+  // (for fp16 chunking changes nothing: LlamaModelTest.ChunkedPrefillEqualsOneShot).
   cfg.scheduler.max_batched_tokens = 4096;
   TestServer server(cfg);
   constexpr int kStreams = 32;

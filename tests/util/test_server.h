@@ -18,8 +18,8 @@
 
 namespace vqserve::testing {
 
-// the default model, loaded once per test binary with fp32 matmuls for every step (batch-size
-// independent arithmetic); null when models/ lacks it.
+// the default model, loaded once per test binary on the production path (q8-activation
+// matmuls for every step size: batch-independent arithmetic); null when models/ lacks it.
 LlamaModel* SharedDefaultModel();
 // true when `codec` needs no codebooks or its artifact data/vqcb/<codec>.vqcb exists.
 bool CodecAvailable(const std::string& codec);
