@@ -1,5 +1,6 @@
-// the cpu llama forward pass against llama.cpp (tests/data/logits_fixture.json, made by
-// tools/make_logits_fixture.py) and batched against one-at-a-time.
+// the cpu llama forward pass against transformers and llama.cpp on the same gguf
+// (tests/data/hf_logits_fixture.json and logits_fixture.json, made by tools/make_hf_logits_
+// fixture.py and tools/make_logits_fixture.py), batched against alone, chunked against one-shot.
 #include "runtime/llama_model.h"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -46,37 +48,37 @@ std::unique_ptr<LlamaModel> LoadOrSkip(bool quantized_decode) {
   return model.ok() ? std::move(*model) : nullptr;
 }
 
-// llama.cpp computes every matmul with q8-rounded activations against the q4_1 / q8_0 blocks;
-// we do the same for decode steps but multiply prompts in fp32. measured: max |dlogit| / range
-// 0.027-0.031 and mean 0.010 over 256 steps (it moves with the thread count, i.e. with the
-// summation order); 5% leaves room for that noise and no more.
-constexpr double kRelativeTolerance = 0.05;
-// a greedy pick may differ from llama.cpp's only where llama.cpp's top two logits are closer
-// than this fraction of the range (observed flips: margins 0.04-0.27 logits, <= 1% of the range).
-constexpr double kTieMargin = 0.02;
+// what one reference fixture comparison measured.
+struct FixtureStats {
+  int compared = 0;
+  int same = 0;                  // steps whose greedy token equals the reference's
+  int prompts_identical = 0;     // prompts with the same greedy token at every step
+  double worst_rel = 0;          // max over steps of max |dlogit| (top-20) / logit range
+  double mean_rel = 0;
+  double worst_flip_margin = 0;  // largest reference top-1 margin (/ range) where we differ
+};
 
-TEST(LlamaModelTest, GreedyDecodeMatchesLlamaCpp) {
-  const std::string fixture_path = testing::TestDataPath("logits_fixture.json");
-  if (!std::filesystem::exists(fixture_path)) GTEST_SKIP() << "no " << fixture_path;
-  std::unique_ptr<LlamaModel> model = LoadOrSkip(/*quantized_decode=*/true);
-  if (!model) GTEST_SKIP() << "default model missing";
+// teacher-forces the reference's tokens through `model` and compares, step by step, our
+// logits with the reference's top-20 and our greedy pick with its pick.
+FixtureStats CompareWithFixture(LlamaModel& model, const std::string& fixture_path,
+                                const char* name) {
+  FixtureStats st;
   nlohmann::json fixture = nlohmann::json::parse(std::ifstream(fixture_path));
-  const int vocab = model->config().vocab_size;
-  ASSERT_EQ(fixture["vocab_size"].get<int>(), vocab);
-
-  double worst_rel = 0, sum_rel = 0;
-  int compared = 0, same = 0;
+  const int vocab = model.config().vocab_size;
+  EXPECT_EQ(fixture["vocab_size"].get<int>(), vocab);
+  double sum_rel = 0;
   for (const auto& c : fixture["cases"]) {
     std::vector<int32_t> tokens = c["prompt_ids"].get<std::vector<int32_t>>();
     const auto& steps = c["steps"];
     const int total = static_cast<int>(tokens.size() + steps.size());
-    auto cache = MakePagedKvCache(MakeFp16Codec(model->kv_shape()), total / 32 + 2, 1);
+    auto cache = MakePagedKvCache(MakeFp16Codec(model.kv_shape()), total / 32 + 2, 1);
     TestSequence seq = MakeSequence(0, 0, total / 32 + 2);
     std::vector<float> logits;
     ForwardSeq fs{tokens, cache.get(), seq.kv};
-    model->Forward({&fs, 1}, &logits);
+    model.Forward({&fs, 1}, &logits);
+    bool identical = true;
     for (size_t s = 0; s < steps.size(); ++s) {
-      ASSERT_EQ(logits.size(), size_t(vocab));
+      EXPECT_EQ(logits.size(), size_t(vocab));
       const auto& step = steps[s];
       const int ref_token = step["token"].get<int>();
       const int mine = static_cast<int>(std::max_element(logits.begin(), logits.end()) -
@@ -89,31 +91,66 @@ TEST(LlamaModelTest, GreedyDecodeMatchesLlamaCpp) {
         worst = std::max(worst, std::abs(logits[ids[i]] - ref[i]));
       }
       if (mine == ref_token) {
-        ++same;
+        ++st.same;
       } else {
-        // a different argmax is only acceptable where llama.cpp itself had a near-tie: our pick
-        // must be in its top list within kTieMargin of its best logit.
+        identical = false;
+        // how close the reference itself was to choosing ours (1e9: ours not in its top-20).
         auto it = std::find(ids.begin(), ids.end(), mine);
         const double margin = it == ids.end() ? 1e9 : ref[0] - ref[it - ids.begin()];
-        std::printf("step %zu: ours %d, llama.cpp %d, llama.cpp margin %.3f\n", s, mine,
-                    ref_token, margin);
-        EXPECT_LT(margin, kTieMargin * range) << "step " << s;
+        std::printf("%s step %zu: ours %d, reference %d, reference margin %.3f\n", name, s,
+                    mine, ref_token, margin);
+        st.worst_flip_margin = std::max(st.worst_flip_margin, margin / range);
       }
-      worst_rel = std::max(worst_rel, worst / range);
+      st.worst_rel = std::max(st.worst_rel, worst / range);
       sum_rel += worst / range;
-      ++compared;
-      // feed llama.cpp's token so that every step compares the same context.
+      ++st.compared;
+      // feed the reference's token so that every step compares the same context.
       tokens.push_back(ref_token);
       fs.tokens = std::span<const int32_t>(&tokens.back(), 1);
       fs.kv.num_cached = static_cast<int>(tokens.size()) - 1;
       logits.clear();
-      model->Forward({&fs, 1}, &logits);
+      model.Forward({&fs, 1}, &logits);
     }
+    if (identical) ++st.prompts_identical;
   }
-  std::printf("logits vs llama.cpp over %d steps: max |dlogit|/range %.4f, mean %.4f; "
-              "same greedy token at %d of %d steps\n",
-              compared, worst_rel, sum_rel / compared, same, compared);
-  EXPECT_LT(worst_rel, kRelativeTolerance);
+  st.mean_rel = st.compared ? sum_rel / st.compared : 0;
+  std::printf("logits vs %s over %d steps: max |dlogit|/range %.5f, mean %.5f; same greedy "
+              "token at %d of %d steps; %d prompts identical throughout\n",
+              name, st.compared, st.worst_rel, st.mean_rel, st.same, st.compared,
+              st.prompts_identical);
+  return st;
+}
+
+TEST(LlamaModelTest, GreedyDecodeMatchesTransformersFp32) {
+  // transformers runs the same gguf's weights, dequantized to float32, in float32 with a
+  // float32 kv cache; our fp32 path differs by summation order and by the fp16 kv cache.
+  // measured: max |dlogit|/range 3.7e-4 (mean 1.1e-4); the greedy token equal at all 256 steps.
+  const std::string path = testing::TestDataPath("hf_logits_fixture.json");
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "no " << path;
+  std::unique_ptr<LlamaModel> model = LoadOrSkip(/*quantized_decode=*/false);
+  if (!model) GTEST_SKIP() << "default model missing";
+  FixtureStats st = CompareWithFixture(*model, path, "transformers");
+  EXPECT_EQ(st.compared, 256);
+  EXPECT_EQ(st.same, st.compared);
+  EXPECT_EQ(st.prompts_identical, 4);
+  EXPECT_LT(st.worst_rel, 2e-3);
+}
+
+TEST(LlamaModelTest, GreedyDecodeMatchesLlamaCpp) {
+  // llama.cpp and our production path both multiply q8-rounded activations by the q4_1 / q8_0
+  // blocks, in different summation orders, and llama.cpp attends with flash attention over an
+  // f16 cache. measured: max |dlogit|/range 0.040, mean 0.009; 251 of 256 greedy tokens equal,
+  // the 5 others only where llama.cpp's own top two were within 0.06-0.28 logits (<= 1% of the
+  // range); 2 of 4 prompts identical throughout.
+  const std::string path = testing::TestDataPath("logits_fixture.json");
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "no " << path;
+  std::unique_ptr<LlamaModel> model = LoadOrSkip(/*quantized_decode=*/true);
+  if (!model) GTEST_SKIP() << "default model missing";
+  FixtureStats st = CompareWithFixture(*model, path, "llama.cpp");
+  EXPECT_EQ(st.compared, 256);
+  EXPECT_LT(st.worst_rel, 0.05);
+  EXPECT_LT(st.worst_flip_margin, 0.02);  // a different pick only at llama.cpp's near-ties
+  EXPECT_GE(st.same, 248);
 }
 
 // runs `steps` forward passes; each step gives every sequence its next chunk of tokens.

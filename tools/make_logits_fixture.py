@@ -10,16 +10,13 @@ usage: python3 tools/make_logits_fixture.py [--model PATH] [--out tests/data/log
 import argparse
 import json
 import os
+import sys
 
 import numpy as np
 from llama_cpp import Llama
 
-PROMPTS = [
-    "The capital of France is",
-    "<|im_start|>user\nWrite a short poem about the sea.<|im_end|>\n<|im_start|>assistant\n",
-    "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
-    "Once upon a time, in a small village at the edge of a great forest, there lived",
-]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from logits_fixture_prompts import PROMPTS, step_record  # noqa: E402
 
 
 def main():
@@ -41,17 +38,9 @@ def main():
         steps = []
         for _ in range(args.steps):
             logits = np.array(llm.scores[llm.n_tokens - 1], dtype=np.float64)
-            token = int(np.argmax(logits))
-            order = np.argsort(-logits, kind="stable")[: args.top]
-            steps.append({
-                "token": token,
-                "top_ids": [int(i) for i in order],
-                "top_logits": [float(logits[i]) for i in order],
-                "max": float(logits.max()),
-                "min": float(logits.min()),
-                "mean": float(logits.mean()),
-                "std": float(logits.std()),
-            })
+            rec = step_record(logits, args.top)
+            token = rec["token"]
+            steps.append(rec)
             llm.eval([token])
         cases.append({"prompt": text, "prompt_ids": [int(i) for i in ids], "steps": steps})
         print(f"{len(ids)} prompt tokens -> {llm.detokenize([s['token'] for s in steps])!r}")
