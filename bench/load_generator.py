@@ -45,8 +45,9 @@ def percentile(xs, p):
 
 
 async def one_request(stub, codec, prompt, max_tokens, stats):
-    req = vqserve_pb2.GenerateRequest(text=prompt, max_tokens=max_tokens, temperature=0.0,
-                                      ignore_eos=True, kv_codec=codec)
+    # request text fields are proto bytes: encode str.
+    req = vqserve_pb2.GenerateRequest(text=prompt.encode(), max_tokens=max_tokens,
+                                      temperature=0.0, ignore_eos=True, kv_codec=codec.encode())
     start = time.perf_counter()
     last = None
     tokens = 0

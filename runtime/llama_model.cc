@@ -9,7 +9,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/quant_matmul.h"
@@ -17,6 +16,7 @@
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/rope.h"
 #include "kernels/cpu/silu_mul.h"
+#include "runtime/llama_weights.h"
 
 namespace vqserve {
 
@@ -108,36 +108,6 @@ cpu::QuantMatrix StackQuant(const GgufFile& file, const std::vector<std::string>
   return cpu::QuantizeQ8_0(fp32.data(), rows, cols);
 }
 
-// reads `name` as fp32 and checks that its gguf dims equal `dims`.
-absl::Status ReadChecked(const GgufFile& file, const std::string& name,
-                         std::vector<int64_t> dims, std::vector<float>* out) {
-  const GgufTensor* t = file.FindTensor(name);
-  if (t == nullptr) {
-    return absl::NotFoundError(absl::StrCat(file.path(), ": missing tensor '", name, "'"));
-  }
-  if (t->dims != dims) {
-    return absl::InvalidArgumentError(absl::StrCat(file.path(), ": tensor '", name, "' has dims [",
-                                                   absl::StrJoin(t->dims, ", "), "], expected [",
-                                                   absl::StrJoin(dims, ", "), "]"));
-  }
-  absl::StatusOr<std::vector<float>> data = file.ReadTensorF32(name);
-  if (!data.ok()) return data.status();
-  *out = std::move(*data);
-  return absl::OkStatus();
-}
-
-// reads tensors one after another into a single row-stacked matrix.
-absl::Status ReadStacked(const GgufFile& file, const std::vector<std::string>& names,
-                         const std::vector<int64_t>& rows, int64_t cols, std::vector<float>* out) {
-  out->clear();
-  for (size_t i = 0; i < names.size(); ++i) {
-    std::vector<float> part;
-    if (absl::Status s = ReadChecked(file, names[i], {cols, rows[i]}, &part); !s.ok()) return s;
-    out->insert(out->end(), part.begin(), part.end());
-  }
-  return absl::OkStatus();
-}
-
 absl::Status CpuLlamaModel::LoadWeights(const GgufFile& file) {
   const ModelConfig& c = config_;
   const int64_t hid = c.hidden_size, qd = int64_t{c.num_heads} * c.head_dim,
@@ -186,29 +156,9 @@ absl::Status CpuLlamaModel::LoadWeights(const GgufFile& file) {
                    ? StackQuant(file, {"token_embd.weight"}, token_embd_, c.vocab_size, hid)
                    : StackQuant(file, {"output.weight"}, output_, c.vocab_size, hid);
   }
-  cpu::RopeParams rp;
-  rp.rope_dim = c.rope_dim;
-  rp.theta = c.rope_theta;
-  rp.scaling = c.rope_scaling == "llama3" ? "none" : c.rope_scaling;
-  rp.factor = c.rope_scaling_factor;
-  rp.low_freq_factor = c.rope_low_freq_factor;
-  rp.high_freq_factor = c.rope_high_freq_factor;
-  rp.original_context = c.rope_original_context;
-  rope_freqs_ = cpu::RopeFrequencies(rp);
-  if (c.rope_scaling == "llama3") {
-    // llama3 gguf files carry the per-frequency divisors as a tensor.
-    std::vector<float> div;
-    if (file.FindTensor("rope_freqs.weight") != nullptr) {
-      if (absl::Status s = ReadChecked(file, "rope_freqs.weight", {c.rope_dim / 2}, &div);
-          !s.ok()) {
-        return s;
-      }
-      for (int i = 0; i < c.rope_dim / 2; ++i) rope_freqs_[i] /= div[i];
-    } else {
-      rp.scaling = "llama3";
-      rope_freqs_ = cpu::RopeFrequencies(rp);
-    }
-  }
+  absl::StatusOr<std::vector<float>> freqs = LlamaRopeFrequencies(c, file);
+  if (!freqs.ok()) return freqs.status();
+  rope_freqs_ = std::move(*freqs);
   return absl::OkStatus();
 }
 

@@ -56,6 +56,15 @@ Utf8Char DecodeUtf8(std::string_view s, size_t pos) {
   return r;
 }
 
+size_t FindInvalidUtf8(std::string_view s) {
+  for (size_t pos = 0; pos < s.size();) {
+    const Utf8Char c = DecodeUtf8(s, pos);
+    if (!c.valid) return pos;
+    pos += c.length;
+  }
+  return std::string_view::npos;
+}
+
 void AppendUtf8(uint32_t cp, std::string* out) {
   if (cp < 0x80) {
     out->push_back(static_cast<char>(cp));

@@ -23,6 +23,10 @@ struct Utf8Char {
 // an invalid sequence consumes its maximal valid prefix (at least one byte).
 Utf8Char DecodeUtf8(std::string_view s, size_t pos);
 
+// byte offset of the first ill-formed or truncated sequence in `s`; std::string_view::npos
+// when all of `s` is well-formed utf-8.
+size_t FindInvalidUtf8(std::string_view s);
+
 // appends the utf-8 encoding of `cp` to `out`.
 void AppendUtf8(uint32_t cp, std::string* out);
 

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <mutex>
 
+#include "server/request_validation.h"
+
 namespace vqserve {
 namespace {
 
@@ -193,6 +195,7 @@ grpc::ServerUnaryReactor* InferenceService::Abort(grpc::CallbackServerContext* c
                                                   v1::AbortResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   grpc::Status st = Authorize(context);
+  if (st.ok()) st = ToGrpcStatus(CheckUtf8("request_id", request->request_id()));
   if (st.ok()) response->set_found(engine_->Abort(request->request_id()));
   CountError(st);
   reactor->Finish(st);

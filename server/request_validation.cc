@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "runtime/utf8.h"
 
 namespace vqserve {
 namespace {
@@ -17,40 +18,10 @@ absl::Status Invalid(const std::string& field, const std::string& problem) {
 
 }  // namespace
 
-bool IsValidUtf8(std::string_view s) {
-  size_t i = 0;
-  const size_t n = s.size();
-  while (i < n) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    int len;
-    uint32_t cp;
-    if ((c & 0xE0) == 0xC0) {
-      len = 2;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      len = 3;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      len = 4;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + len > n) return false;
-    for (int k = 1; k < len; ++k) {
-      unsigned char cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += len;
-  }
-  return true;
+absl::Status CheckUtf8(const std::string& field, std::string_view value) {
+  const size_t bad = FindInvalidUtf8(value);
+  if (bad == std::string_view::npos) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(field, ": invalid UTF-8 at byte ", bad));
 }
 
 absl::StatusOr<std::vector<int32_t>> PromptTokens(const v1::GenerateRequest& request,
@@ -59,7 +30,7 @@ absl::StatusOr<std::vector<int32_t>> PromptTokens(const v1::GenerateRequest& req
   switch (request.prompt_case()) {
     case v1::GenerateRequest::kText:
       if (request.text().empty()) return Invalid("text", "empty prompt");
-      if (!IsValidUtf8(request.text())) return Invalid("text", "invalid UTF-8");
+      if (absl::Status st = CheckUtf8("text", request.text()); !st.ok()) return st;
       ids = tokenizer.Encode(request.text(), /*add_bos=*/true, /*parse_special=*/false);
       break;
     case v1::GenerateRequest::kTokenIds: {
@@ -81,12 +52,11 @@ absl::StatusOr<std::vector<int32_t>> PromptTokens(const v1::GenerateRequest& req
       std::vector<ChatMessage> chat;
       for (int i = 0; i < msgs.size(); ++i) {
         const auto& m = msgs[i];
+        const std::string field = absl::StrCat("chat.messages[", i, "]");
+        if (absl::Status st = CheckUtf8(field + ".role", m.role()); !st.ok()) return st;
+        if (absl::Status st = CheckUtf8(field + ".content", m.content()); !st.ok()) return st;
         if (m.role() != "system" && m.role() != "user" && m.role() != "assistant") {
-          return Invalid(absl::StrCat("chat.messages[", i, "].role"),
-                         "must be system, user or assistant");
-        }
-        if (!IsValidUtf8(m.content())) {
-          return Invalid(absl::StrCat("chat.messages[", i, "].content"), "invalid UTF-8");
+          return Invalid(field + ".role", "must be system, user or assistant");
         }
         chat.push_back({m.role(), m.content()});
       }
@@ -140,7 +110,7 @@ absl::StatusOr<EngineRequest> ValidateRequest(const v1::GenerateRequest& request
     std::string field = absl::StrCat("stop[", i, "]");
     if (s.empty()) return Invalid(field, "empty stop string");
     if (static_cast<int>(s.size()) > limits.max_stop_length) return Invalid(field, "too long");
-    if (!IsValidUtf8(s)) return Invalid(field, "invalid UTF-8");
+    if (absl::Status st = CheckUtf8(field, s); !st.ok()) return st;
     out.stop.push_back(s);
   }
   for (int i = 0; i < request.stop_token_ids_size(); ++i) {
@@ -153,10 +123,11 @@ absl::StatusOr<EngineRequest> ValidateRequest(const v1::GenerateRequest& request
   out.ignore_eos = request.ignore_eos();
   out.priority = request.priority();
 
-  if (!IsValidUtf8(request.request_id())) return Invalid("request_id", "invalid UTF-8");
+  if (absl::Status st = CheckUtf8("request_id", request.request_id()); !st.ok()) return st;
   if (request.request_id().size() > 256) return Invalid("request_id", "longer than 256 bytes");
   out.request_id = request.request_id();
 
+  if (absl::Status st = CheckUtf8("kv_codec", request.kv_codec()); !st.ok()) return st;
   out.codec = request.kv_codec().empty() ? limits.default_codec : request.kv_codec();
   auto it = std::find(limits.codecs.begin(), limits.codecs.end(), out.codec);
   if (it == limits.codecs.end()) {

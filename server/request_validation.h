@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "proto/vqserve.pb.h"
 #include "runtime/sampler.h"
@@ -41,8 +42,10 @@ struct EngineRequest {
   std::string codec;
 };
 
-// true when `s` is well-formed utf-8 (no overlongs, surrogates or values past U+10FFFF).
-bool IsValidUtf8(std::string_view s);
+// ok when `value` is well-formed utf-8 (no overlongs, surrogates or values past U+10FFFF);
+// else INVALID_ARGUMENT "<field>: invalid UTF-8 at byte <offset>". the api's request text
+// fields are proto `bytes`, so this check (not the protobuf parser) refuses bad text.
+absl::Status CheckUtf8(const std::string& field, std::string_view value);
 
 // the prompt's token ids (text with bos when the model wants it, chat through its template,
 // or the ids as given); INVALID_ARGUMENT naming the field when malformed.

@@ -8,11 +8,13 @@
 #include <cmath>
 #include <complex>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <vector>
 
 #include "runtime/commvq_math.h"
 #include "runtime/commvq_trainer.h"
+#include "kernels/cpu/rope.h"
 #include "runtime/ggml_type.h"
 #include "runtime/paged_kv_cache.h"
 #include "tests/util/codec_check.h"
@@ -201,37 +203,61 @@ TEST_F(CommVqCodecTest, DecodedKeysAreRopeOfPositionFreeReconstruction) {
   }
 }
 
-// the paged cache flushes pages at 128 + 32 tokens; attention through it over 127 ... 300
-// tokens (odd chunks) equals float64 attention over decoded pages plus the fp16 ring.
-TEST_F(CommVqCodecTest, PagedDecodeAcrossPageBoundaries) {
-  KvShape s{2, 3, 9, 64};
+// feeds `chunks` (summing to the stream length) of real pre-rope keys (roped here at their
+// positions) and values through a paged cache of 2 layers; the last query of every chunk must
+// equal float64 attention over the decoded pages plus the fp16 ring. with `last_query_only`
+// only that query is attended (Attend of 1 query at the chunk's end; cheap for long chunks).
+// returns the checks made.
+int CheckPagedDecode(const KvShape& s, const std::vector<int>& chunks, bool last_query_only) {
   auto books = QuickBooks(s, 3, 2);
   auto codec = MakeCommVqCodec(s, books, 3, 2);
-  ASSERT_NE(codec, nullptr);
+  EXPECT_NE(codec, nullptr);
+  if (codec == nullptr) return 0;
   const KvCodec* raw = codec.get();
-  const int total = 300, row = 3 * 64, qrow = 9 * 64, num_pages = 12;
+  int total = 0;
+  for (int c : chunks) total += c;
+  const int row = s.num_kv_heads * s.head_dim, qrow = s.num_heads * s.head_dim;
+  KvCacheSpec probe;
+  probe.page_tokens = raw->page_tokens();
+  probe.residual_tokens = raw->residual_tokens();
+  const int num_pages = PagesForTokens(probe, total) + 1;
   auto cache = MakePagedKvCache(std::move(codec), num_pages, 1);
-  std::vector<int32_t> table = {5, 2, 7, 0, 1, 3, 4, 6, 8, 9, 10, 11};
+  // a scrambled block table: logical page j lives at physical page (7 j + 3) mod num_pages.
+  std::vector<int32_t> table(num_pages, -1);
+  for (int j = 0; j < num_pages; ++j) table[j] = (7 * j + 3) % num_pages;
+  if (num_pages % 7 == 0) std::iota(table.begin(), table.end(), 0);
+  cpu::RopeParams rp;
+  rp.rope_dim = s.head_dim;
+  rp.theta = RealSamples()->rope_theta;
+  const std::vector<float> freqs = cpu::RopeFrequencies(rp);
+  std::vector<int32_t> positions(total);
+  std::iota(positions.begin(), positions.end(), 0);
   std::vector<std::vector<float>> kpre(2), krope(2), vv(2);
   for (int l = 0; l < 2; ++l) {
     const LayerSamples& src = RealSamples()->layers[l];
-    kpre[l].assign(src.k_pre_rope.begin(), src.k_pre_rope.begin() + size_t{1} * total * row);
-    krope[l].assign(src.k_rope.begin(), src.k_rope.begin() + size_t{1} * total * row);
-    vv[l].assign(src.v.begin(), src.v.begin() + size_t{1} * total * row);
+    kpre[l] = RealStream(src.k_pre_rope, 0, size_t{1} * total * row);
+    krope[l] = kpre[l];
+    cpu::ApplyRope(krope[l].data(), total, s.num_kv_heads, s.head_dim, positions.data(), freqs);
+    vv[l] = RealStream(src.v, 0, size_t{1} * total * row);
   }
   std::vector<float> q = RealStream(RealSamples()->layers[2].k_rope, 0, size_t{1} * total * qrow);
   for (float& x : q) x *= 0.5f;
   int done = 0, checks = 0;
-  for (int chunk : {100, 27, 1, 1, 31, 1, 2, 37, 60, 40}) {
+  for (int chunk : chunks) {
     KvSeqRef seq{0, table.data(), num_pages, done};
     for (int l = 0; l < 2; ++l) {
       size_t off = size_t{1} * done * row;
       cache->Append(l, seq, chunk, kpre[l].data() + off, krope[l].data() + off,
                     vv[l].data() + off);
-      std::vector<float> out(size_t{1} * chunk * qrow);
-      cache->Attend(l, seq, chunk, q.data() + size_t{1} * done * qrow, out.data());
-      // reference for the chunk's last query: decoded pages + fp16 ring, float64.
       const int n = done + chunk;
+      std::vector<float> out(size_t{1} * chunk * qrow);
+      if (last_query_only) {
+        KvSeqRef last{0, table.data(), num_pages, n - 1};
+        cache->Attend(l, last, 1, q.data() + size_t{1} * (n - 1) * qrow,
+                      out.data() + size_t{1} * (chunk - 1) * qrow);
+      } else {
+        cache->Attend(l, seq, chunk, q.data() + size_t{1} * done * qrow, out.data());
+      }
       const int coded = CodedTokens(cache->spec(), n);
       std::vector<float> rk(size_t{1} * n * row), rv(rk.size());
       for (int p = 0; p < coded / 32; ++p) {
@@ -251,8 +277,21 @@ TEST_F(CommVqCodecTest, PagedDecodeAcrossPageBoundaries) {
     }
     done += chunk;
   }
-  EXPECT_EQ(done, total);
-  EXPECT_EQ(checks, 20);
+  return checks;
+}
+
+// the paged cache flushes pages at 128 + 32 tokens; attention through it over 127 ... 300
+// tokens (odd chunks) equals float64 attention over decoded pages plus the fp16 ring.
+TEST_F(CommVqCodecTest, PagedDecodeAcrossPageBoundaries) {
+  EXPECT_EQ(CheckPagedDecode(KvShape{2, 3, 9, 64}, {100, 27, 1, 1, 31, 1, 2, 37, 60, 40}, false),
+            20);
+}
+
+// long sequences: flushes at 1000 and 8000 tokens, a page boundary inside big chunks.
+TEST_F(CommVqCodecTest, PagedDecodeAtThousandsOfTokens) {
+  EXPECT_EQ(CheckPagedDecode(KvShape{2, 3, 9, 64}, {999, 1, 1, 2000, 3997, 1, 1, 1000, 1}, true),
+            18);
+  EXPECT_EQ(CheckPagedDecode(KvShape{2, 2, 4, 128}, {1000, 7000}, true), 4);
 }
 
 TEST_F(CommVqCodecTest, MemoryAccountingIsExact) {

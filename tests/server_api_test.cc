@@ -1,7 +1,9 @@
-// the grpc surface of a real server on 127.0.0.1: bad-input matrix, queue bound, api keys,
-// tls, health, model info, tokenize and the graceful drain.
+// the grpc surface of a real server on 127.0.0.1: bad-input matrix, invalid utf-8, queue bound,
+// api keys, tls, health, model info, tokenize and the graceful drain.
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -23,7 +25,7 @@ class ServerApiTest : public ::testing::Test {
 struct BadCase {
   const char* name;
   std::function<void(v1::GenerateRequest*)> edit;
-  const char* field;  // the message names it
+  std::string field;  // the message names it (the whole message, for invalid utf-8)
 };
 
 TEST_F(ServerApiTest, BadInputIsInvalidArgumentNamingTheField) {
@@ -78,17 +80,89 @@ TEST_F(ServerApiTest, BadInputIsInvalidArgumentNamingTheField) {
         << r.status.error_message();
     EXPECT_EQ(r.num_messages, 0);
   }
-  // invalid utf-8 in a string field: grpc refuses to parse it; nothing reaches the engine.
-  {
-    v1::GenerateRequest req = GreedyRequest(std::string("caf\xC3(", 5), 4);
-    StreamResult r = RunGenerate(stub.get(), req);
-    EXPECT_FALSE(r.status.ok());
-    EXPECT_EQ(r.num_messages, 0);
-    std::printf("invalid utf-8: %s %s\n", StatusCodeName(r.status.error_code()),
-                r.status.error_message().c_str());
-  }
   // the same request with good fields works.
   EXPECT_TRUE(RunGenerate(stub.get(), GreedyRequest("Hello", 2, "kivi-k2v2")).status.ok());
+  EXPECT_TRUE(server.WaitAllFree());
+}
+
+// request text is proto `bytes`: invalid utf-8 reaches the server, which names field and offset.
+TEST_F(ServerApiTest, InvalidUtf8IsInvalidArgumentNamingTheField) {
+  TestServer server(TestServerConfig{});
+  auto stub = server.Stub();
+  const std::string bad("caf\xC3(", 5);  // a 2-byte lead followed by '(' at byte 3
+  std::vector<BadCase> cases = {
+      {"text", [&](auto* r) { r->set_text(bad); }, "text: invalid UTF-8 at byte 3"},
+      {"chat role", [&](auto* r) {
+         auto* m = r->mutable_chat()->add_messages();
+         m->set_role(bad);
+         m->set_content("hi");
+       }, "chat.messages[0].role: invalid UTF-8 at byte 3"},
+      {"chat content", [&](auto* r) {
+         auto* m = r->mutable_chat()->add_messages();
+         m->set_role("system");
+         m->set_content("be brief");
+         m = r->mutable_chat()->add_messages();
+         m->set_role("user");
+         m->set_content("ok " + bad);
+       }, "chat.messages[1].content: invalid UTF-8 at byte 6"},
+      {"stop", [&](auto* r) {
+         r->add_stop("end");
+         r->add_stop(bad);
+       }, "stop[1]: invalid UTF-8 at byte 3"},
+      {"request_id", [&](auto* r) { r->set_request_id(bad); },
+       "request_id: invalid UTF-8 at byte 3"},
+      {"kv_codec", [&](auto* r) { r->set_kv_codec(bad); }, "kv_codec: invalid UTF-8 at byte 3"},
+  };
+  for (const BadCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    v1::GenerateRequest req = GreedyRequest("Hello", 4);
+    c.edit(&req);
+    StreamResult r = RunGenerate(stub.get(), req);
+    EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+        << r.status.error_message();
+    EXPECT_EQ(r.status.error_message(), c.field);
+    EXPECT_EQ(r.num_messages, 0);
+  }
+  // tokenize: text and chat.
+  auto tokenize = [&](const v1::TokenizeRequest& req) {
+    grpc::ClientContext ctx;
+    v1::TokenizeResponse resp;
+    return stub->Tokenize(&ctx, req, &resp);
+  };
+  {
+    v1::TokenizeRequest req;
+    req.set_text(bad);
+    grpc::Status st = tokenize(req);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(st.error_message(), "text: invalid UTF-8 at byte 3");
+  }
+  {
+    v1::TokenizeRequest req;
+    auto* m = req.mutable_chat()->add_messages();
+    m->set_role("user");
+    m->set_content(bad);
+    grpc::Status st = tokenize(req);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(st.error_message(), "chat.messages[0].content: invalid UTF-8 at byte 3");
+  }
+  // abort.
+  {
+    grpc::ClientContext ctx;
+    v1::AbortRequest req;
+    req.set_request_id(bad);
+    v1::AbortResponse resp;
+    grpc::Status st = stub->Abort(&ctx, req, &resp);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(st.error_message(), "request_id: invalid UTF-8 at byte 3");
+  }
+  // valid multi-byte text in every field still works.
+  v1::GenerateRequest good = GreedyRequest("caf\xC3\xA9 \xE2\x82\xAC", 2);
+  good.add_stop("\xF0\x9F\x98\x80");
+  good.set_request_id("r\xC3\xA9q");
+  StreamResult ok = RunGenerate(stub.get(), good);
+  EXPECT_TRUE(ok.status.ok()) << ok.status.error_message();
+  EXPECT_GE(server.metrics().request_errors_total().WithLabels({"INVALID_ARGUMENT"}).Value(),
+            static_cast<double>(cases.size() + 3));
   EXPECT_TRUE(server.WaitAllFree());
 }
 

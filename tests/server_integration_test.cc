@@ -35,8 +35,11 @@ class ServerIntegrationTest : public ::testing::Test {
 TEST_F(ServerIntegrationTest, ConcurrentMixedCodecsMatchSoloRuns) {
   TestServerConfig cfg;
   cfg.pools.clear();
-  std::vector<std::string> codecs = {"fp16", "kivi-k2v2", "kivi-k4v4"};
-  if (CodecAvailable("vecinfer-k2v2")) codecs.push_back("vecinfer-k2v2");
+  // vecinfer always takes part: ctest's fixture test_codebooks trains its codebook first.
+  std::vector<std::string> codecs = {"fp16", "kivi-k2v2", "kivi-k4v4", "vecinfer-k2v2"};
+  ASSERT_TRUE(CodecAvailable("vecinfer-k2v2"))
+      << "no vecinfer-k2v2.vqcb in " << VQSERVE_TEST_VQCB_DIR
+      << " or data/vqcb: run through ctest (fixture test_codebooks) or tests/make_test_codebook.sh";
   for (const auto& c : codecs) cfg.pools.push_back({c, 96});
   cfg.num_slots = 32;
   cfg.scheduler.max_num_seqs = 32;

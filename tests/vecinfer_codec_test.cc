@@ -131,13 +131,15 @@ TEST(VecInferCodecTest, AttentionOnCodesEqualsDequantizeThenAttend) {
 TEST(VecInferCodecTest, PagedCacheFlushBoundaries) {
   KvShape s{2, 2, 6, 64};
   auto cb = Train(s, "vecinfer-k2v2", 512, 4);
-  for (int n : {127, 128, 129, 160, 161, 1000}) {
+  for (int n : {127, 128, 129, 160, 161, 1000, 8000}) {
     for (int chunk : {1, 37}) {
-      if (chunk == 1 && n == 1000) continue;
+      if (chunk == 1 && n >= 1000) continue;
       auto r = CheckPagedDecode(MakeVecInferCodec(cb), n, chunk, 40);
       EXPECT_LT(r.vs_dequantized, 1e-4) << n << " chunk " << chunk;
       std::printf("n %d chunk %d: vs dequantized %.2e, vs exact %.3f\n", n, chunk, r.vs_dequantized, r.vs_exact);
-      EXPECT_LT(r.vs_exact, 0.5) << n << " chunk " << chunk;
+      // quantization error (not correctness): synthetic keys drift from the 512 training
+      // tokens over long streams (measured 0.33 at 1000 tokens, 0.66 at 8000).
+      EXPECT_LT(r.vs_exact, n > 1000 ? 0.8 : 0.5) << n << " chunk " << chunk;
     }
   }
 }

@@ -151,9 +151,9 @@ PagedCheck CheckPagedDecode(std::unique_ptr<KvCodec> codec, int n, int chunk, ui
     for (int l = 0; l < s.num_layers; ++l) {
       const size_t off = static_cast<size_t>(done) * row;
       cache->Append(l, seq, step, nullptr, ks[l].data() + off, vs[l].data() + off);
+      if (!last) continue;  // only the last chunk's queries are checked
       out.assign(static_cast<size_t>(step) * qrow, 0.0f);
       cache->Attend(l, seq, step, q.data() + static_cast<size_t>(done) * qrow, out.data());
-      if (!last) continue;
       // reference keys/values: decoded pages for coded tokens, fp16-rounded inputs for the rest.
       const int coded = CodedTokens(cache->spec(), n);
       const int P = cache->spec().page_tokens;

@@ -1,6 +1,8 @@
 #include "tests/util/test_server.h"
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -25,9 +27,16 @@ LlamaModel* SharedDefaultModel() {
   return model;
 }
 
+std::string CodebookPath(const std::string& codec) {
+  for (const std::string& dir : {std::string(VQSERVE_TEST_VQCB_DIR), SourceDir() + "/data/vqcb"}) {
+    std::string path = dir + "/" + codec + ".vqcb";
+    if (std::filesystem::exists(path)) return path;
+  }
+  return "";
+}
+
 bool CodecAvailable(const std::string& codec) {
-  return !CodecNeedsCodebooks(codec) ||
-         std::filesystem::exists(SourceDir() + "/data/vqcb/" + codec + ".vqcb");
+  return !CodecNeedsCodebooks(codec) || !CodebookPath(codec).empty();
 }
 
 TestServer::TestServer(TestServerConfig config) {
@@ -35,11 +44,18 @@ TestServer::TestServer(TestServerConfig config) {
   metrics_ = std::make_unique<ServerMetrics>(registry_);
   std::vector<std::unique_ptr<KvCache>> caches;
   for (const auto& [codec, pages] : config.pools) {
-    // codecs with codebooks use the shipped artifacts in data/vqcb/.
+    // codecs with codebooks use the artifact CodebookPath finds.
     std::unique_ptr<CodebookFile> book;
     if (CodecNeedsCodebooks(codec)) {
-      auto loaded = CodebookFile::Load(SourceDir() + "/data/vqcb/" + codec + ".vqcb");
-      if (!loaded.ok()) std::abort();
+      const std::string path = CodebookPath(codec);
+      absl::StatusOr<CodebookFile> loaded = absl::NotFoundError(
+          "no " + codec + ".vqcb in " + VQSERVE_TEST_VQCB_DIR + " or data/vqcb");
+      if (!path.empty()) loaded = CodebookFile::Load(path);
+      if (!loaded.ok()) {
+        std::fprintf(stderr, "TestServer: codebooks of %s: %s\n", codec.c_str(),
+                     std::string(loaded.status().message()).c_str());
+        std::abort();
+      }
       book = std::make_unique<CodebookFile>(std::move(*loaded));
     }
     auto c = MakeCodec(codec, model->kv_shape(), book.get());

@@ -21,7 +21,10 @@ namespace vqserve::testing {
 // the default model, loaded once per test binary on the production path (q8-activation
 // matmuls for every step size: batch-independent arithmetic); null when models/ lacks it.
 LlamaModel* SharedDefaultModel();
-// true when `codec` needs no codebooks or its artifact data/vqcb/<codec>.vqcb exists.
+// the .vqcb artifact of `codec`: <build>/test_vqcb/<codec>.vqcb (written by the ctest fixture
+// test_codebooks) when it exists, else data/vqcb/<codec>.vqcb; empty when neither exists.
+std::string CodebookPath(const std::string& codec);
+// true when `codec` needs no codebooks or CodebookPath finds its artifact.
 bool CodecAvailable(const std::string& codec);
 
 struct TestServerConfig {

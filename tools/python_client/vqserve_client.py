@@ -50,12 +50,14 @@ def main():
     info = stub.GetModelInfo(vqserve_pb2.GetModelInfoRequest(), metadata=metadata, timeout=10)
     print("model: %s, codecs: %s" % (info.model_name, ", ".join(c.name for c in info.codecs)), file=sys.stderr)
 
+    # request text fields are proto bytes (the server checks their utf-8): encode str.
     req = vqserve_pb2.GenerateRequest(max_tokens=args.max_tokens, temperature=args.temperature,
-                                      kv_codec=args.codec, stop=args.stop)
+                                      kv_codec=args.codec.encode(),
+                                      stop=[s.encode() for s in args.stop])
     if args.chat:
-        req.chat.messages.add(role="user", content=args.prompt)
+        req.chat.messages.add(role=b"user", content=args.prompt.encode())
     else:
-        req.text = args.prompt
+        req.text = args.prompt.encode()
     if args.top_p is not None:
         req.top_p = args.top_p
     if args.seed is not None:

@@ -1,11 +1,15 @@
-// `vqserve generate`: runs the cpu model on one prompt and streams the text to stdout.
+// `vqserve generate`: runs the model (cpu, or cuda with --device cuda) on one prompt and streams
+// the text to stdout.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "runtime/cuda_kv_cache.h"
+#include "runtime/cuda_llama_model.h"
 #include "runtime/fp16_codec.h"
 #include "runtime/llama_model.h"
 #include "runtime/paged_kv_cache.h"
@@ -18,11 +22,12 @@ namespace {
 constexpr char kUsage[] =
     "usage: vqserve generate [--model PATH] --prompt TEXT [--chat] [--max-tokens N]\n"
     "         [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--repetition-penalty R]\n"
-    "         [--seed S] [--threads N] [--fp32]\n";
+    "         [--seed S] [--threads N] [--fp32] [--device cpu|cuda]\n";
 
 struct GenerateFlags {
   std::string model = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
   std::string prompt;
+  std::string device = "cpu";  // cpu, or cuda (fp16 weights and kv cache on the gpu)
   bool chat = false;
   bool fp32 = false;  // fp32 weights for decode steps too (no q4/q8 blocks)
   int max_tokens = 128;
@@ -53,7 +58,7 @@ bool ParseFlags(int argc, char** argv, GenerateFlags* f) {
       std::exit(0);
     } else if (a == "--model" || a == "--prompt" || a == "--max-tokens" || a == "--temperature" ||
                a == "--top-p" || a == "--top-k" || a == "--min-p" || a == "--seed" ||
-               a == "--threads" || a == "--repetition-penalty") {
+               a == "--threads" || a == "--repetition-penalty" || a == "--device") {
       if (!value(&v)) return false;
       if (a == "--model") f->model = v;
       if (a == "--prompt") f->prompt = v, have_prompt = true;
@@ -65,6 +70,7 @@ bool ParseFlags(int argc, char** argv, GenerateFlags* f) {
       if (a == "--repetition-penalty") f->sampling.repetition_penalty = std::strtof(v, nullptr);
       if (a == "--seed") f->sampling.seed = std::strtoull(v, nullptr, 10);
       if (a == "--threads") f->threads = std::atoi(v);
+      if (a == "--device") f->device = v;
     } else {
       std::fprintf(stderr, "vqserve generate: unknown flag '%s'\n%s", a.c_str(), kUsage);
       return false;
@@ -72,6 +78,10 @@ bool ParseFlags(int argc, char** argv, GenerateFlags* f) {
   }
   if (!have_prompt) {
     std::fprintf(stderr, "vqserve generate: --prompt is required\n%s", kUsage);
+    return false;
+  }
+  if (f->device != "cpu" && f->device != "cuda") {
+    std::fprintf(stderr, "vqserve generate: --device must be cpu or cuda\n");
     return false;
   }
   if (f->max_tokens < 0) f->max_tokens = 0;
@@ -84,7 +94,8 @@ int RunGenerate(int argc, char** argv) {
   LoadOptions options;
   options.num_threads = flags.threads;
   options.quantized_decode = !flags.fp32;
-  auto model = LlamaModel::Load(flags.model, options);
+  const bool cuda = flags.device == "cuda";
+  auto model = cuda ? LoadCudaLlamaModel(flags.model) : LlamaModel::Load(flags.model, options);
   if (!model.ok()) {
     std::fprintf(stderr, "vqserve generate: %s\n", std::string(model.status().message()).c_str());
     return 1;
@@ -104,9 +115,20 @@ int RunGenerate(int argc, char** argv) {
                  context, m.config().context_length);
     return 2;
   }
-  auto cache = MakePagedKvCache(MakeFp16Codec(m.kv_shape()), 0, 1);
-  const int pages = PagesForTokens(cache->spec(), context) + 1;
-  cache = MakePagedKvCache(MakeFp16Codec(m.kv_shape()), pages, 1);
+  // an fp16 cache in host memory, or in device memory for the cuda model.
+  const int pages = PagesForTokens(MakePagedKvCache(MakeFp16Codec(m.kv_shape()), 0, 1)->spec(),
+                                   context) + 1;
+  std::unique_ptr<KvCache> cache;
+  if (cuda) {
+    auto c = MakeCudaKvCache(m.kv_shape(), pages, 1);
+    if (!c.ok()) {
+      std::fprintf(stderr, "vqserve generate: %s\n", std::string(c.status().message()).c_str());
+      return 1;
+    }
+    cache = std::move(*c);
+  } else {
+    cache = MakePagedKvCache(MakeFp16Codec(m.kv_shape()), pages, 1);
+  }
   std::vector<int32_t> blocks(pages);
   for (int i = 0; i < pages; ++i) blocks[i] = i;
 
@@ -157,7 +179,8 @@ int RunGenerate(int argc, char** argv) {
   return 0;
 }
 
-CommandRegistrar kGenerate("generate", "generate text from a prompt on the cpu (streams to stdout)",
+CommandRegistrar kGenerate("generate",
+                           "generate text from a prompt on the cpu or gpu (streams to stdout)",
                            RunGenerate);
 
 }  // namespace

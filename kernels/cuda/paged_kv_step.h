@@ -1,0 +1,47 @@
+#ifndef VQSERVE_KERNELS_CUDA_PAGED_KV_STEP_H_
+#define VQSERVE_KERNELS_CUDA_PAGED_KV_STEP_H_
+
+// one forward step's view of an fp16 paged kv cache in device memory, for one layer: where the
+// pages and residual rings are, and which sequence and position each new token has. the page
+// format is "fp16" of docs/kv_formats.md (K[H][P][D] then V[H][P][D] fp16 per layer slice); the
+// ring is (slot, ring_tokens, H, D) fp16 for k (after rope) and for v.
+
+#include <cstdint>
+
+namespace vqserve::cuda {
+
+struct PagedKvStep {
+  // new tokens of the step, all sequences concatenated: token t belongs to sequence tok_seq[t]
+  // and sits at position tok_pos[t].
+  int num_tokens = 0;
+  const int32_t* tok_seq = nullptr;
+  const int32_t* tok_pos = nullptr;
+
+  // per sequence (batch): ring slot, tokens cached before the step, coded tokens before and
+  // after the step (CodedTokens() of num_cached and of num_cached + new tokens).
+  int batch = 0;
+  const int32_t* slots = nullptr;
+  const int32_t* num_cached = nullptr;
+  const int32_t* coded_before = nullptr;
+  const int32_t* coded_after = nullptr;
+  const int32_t* block_tables = nullptr;  // (batch, block_table_stride) page ids, logical order
+  int64_t block_table_stride = 0;
+
+  // layer slice of page id j starts at pages + j * page_stride + layer_offset.
+  uint8_t* pages = nullptr;
+  int64_t page_stride = 0;
+  int64_t layer_offset = 0;
+  int page_tokens = 32;
+  // this layer's rings: token index i of slot s at ring_k + s * ring_slot_stride + i * H * D.
+  uint16_t* ring_k = nullptr;
+  uint16_t* ring_v = nullptr;
+  int64_t ring_slot_stride = 0;
+  int ring_tokens = 32;
+
+  int num_kv_heads = 0;
+  int head_dim = 0;
+};
+
+}  // namespace vqserve::cuda
+
+#endif  // VQSERVE_KERNELS_CUDA_PAGED_KV_STEP_H_

@@ -1,0 +1,64 @@
+#ifndef VQSERVE_RUNTIME_CUDA_KV_CACHE_H_
+#define VQSERVE_RUNTIME_CUDA_KV_CACHE_H_
+
+// the kv cache of the cuda model: fp16 pages ("fp16" of docs/kv_formats.md) and fp16 residual
+// rings in device memory, with the same spec, flush policy and page metadata as a PagedKvCache
+// over the fp16 codec. the cuda model appends and attends on the device itself; the host
+// Append / Attend of KvCache are not offered (they abort).
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "runtime/kv_cache.h"
+
+namespace vqserve {
+
+class CudaKvCache : public KvCache {
+ public:
+  ~CudaKvCache() override;
+  CudaKvCache(const CudaKvCache&) = delete;
+  CudaKvCache& operator=(const CudaKvCache&) = delete;
+
+  const KvCacheSpec& spec() const override { return spec_; }
+  const KvShape& shape() const override { return shape_; }
+  int num_pages() const override { return num_pages_; }
+  int num_slots() const override { return num_slots_; }
+
+  void Append(int layer, const KvSeqRef& seq, int n, const float* k_pre_rope,
+              const float* k_rope, const float* v) override;
+  void Attend(int layer, const KvSeqRef& seq, int n, const float* q, float* out) override;
+
+  // device layout: page j's slice of `layer` at pages() + j * spec().page_bytes +
+  // layer * layer_page_bytes(); ring rows of (layer, slot) at ring(layer, which) +
+  // slot * ring_slot_stride() (which 0: k after rope, 1: v), ring_tokens() rows of H * D.
+  uint8_t* pages() const { return pages_; }
+  size_t layer_page_bytes() const { return layer_page_bytes_; }
+  uint16_t* ring(int layer, int which) const;
+  int64_t ring_slot_stride() const { return ring_slot_stride_; }
+  int ring_tokens() const { return ring_tokens_; }
+
+ private:
+  friend absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKvCache(const KvShape&, int, int);
+  CudaKvCache() = default;
+
+  KvShape shape_;
+  KvCacheSpec spec_;
+  int num_pages_ = 0;
+  int num_slots_ = 0;
+  int ring_tokens_ = 0;
+  size_t layer_page_bytes_ = 0;
+  int64_t ring_slot_stride_ = 0;  // fp16 elements: 2 arrays x ring_tokens x H x D
+  uint8_t* pages_ = nullptr;      // device
+  uint16_t* rings_ = nullptr;     // device: (layer, slot, k|v, ring_tokens, H, D)
+};
+
+// an fp16 paged cache of `num_pages` pages and `num_slots` rings on the current cuda device;
+// an error when this build has no cuda backend or the device memory runs out.
+absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKvCache(const KvShape& shape, int num_pages,
+                                                            int num_slots);
+
+}  // namespace vqserve
+
+#endif  // VQSERVE_RUNTIME_CUDA_KV_CACHE_H_

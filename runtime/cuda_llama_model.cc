@@ -1,0 +1,397 @@
+#include "runtime/cuda_llama_model.h"
+
+#include <string>
+
+#include "absl/status/status.h"
+
+#if VQSERVE_WITH_CUDA
+#include <cublas_v2.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/cpu/half_convert.h"
+#include "kernels/cuda/decode_attention.h"
+#include "kernels/cuda/model_kernels.h"
+#include "kernels/cuda/paged_kv_append.h"
+#include "kernels/cuda/paged_kv_step.h"
+#include "kernels/cuda/prefill_attention.h"
+#include "runtime/cuda_device_array.h"
+#include "runtime/cuda_kv_cache.h"
+#include "runtime/gguf_file.h"
+#include "runtime/llama_weights.h"
+#endif
+
+namespace vqserve {
+
+#if VQSERVE_WITH_CUDA
+namespace {
+
+// aborts with `what` when a launcher reported an error (a broken device or a programming error).
+void Check(const std::string& err, const char* what) {
+  if (!err.empty()) {
+    std::fprintf(stderr, "CudaLlamaModel: %s: %s\n", what, err.c_str());
+    std::abort();
+  }
+}
+void CheckCuda(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) Check(cudaGetErrorString(e), what);
+}
+void CheckBlas(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS) Check(cublasGetStatusString(s), what);
+}
+void Fail(const char* what) { Check("contract broken", what); }
+
+// fp16 copy of `w` in device memory.
+void UploadHalf(const std::vector<float>& w, DeviceArray<__half>* out) {
+  std::vector<uint16_t> h(w.size());
+  cpu::FloatToHalfRow(w.data(), h.data(), static_cast<int64_t>(w.size()));
+  out->Reserve(w.size());
+  CheckCuda(cudaMemcpy(out->data(), h.data(), h.size() * 2, cudaMemcpyHostToDevice), "upload");
+}
+
+// device weights of one transformer block; q/k/v and gate/up stacked as on the cpu.
+struct CudaLayer {
+  DeviceArray<float> attn_norm, ffn_norm;           // (hidden) fp32
+  DeviceArray<__half> wqkv, wo, wgate_up, wdown;  // (out, in) fp16
+};
+
+class CudaLlamaModel : public LlamaModel {
+ public:
+  ~CudaLlamaModel() override {
+    if (blas_ != nullptr) cublasDestroy(blas_);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+  const ModelConfig& config() const override { return config_; }
+  const Tokenizer& tokenizer() const override { return *tokenizer_; }
+  void Forward(std::span<const ForwardSeq> batch, std::vector<float>* logits) override;
+
+  // reads every tensor and uploads it; errors name the file and the tensor.
+  absl::Status Load(const GgufFile& file);
+
+  ModelConfig config_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+
+ private:
+  // y (n, rows) fp32 (+)= x (n, cols) fp16 · w (rows, cols) fp16ᵀ, fp32 accumulation.
+  void Gemm(const __half* x, const __half* w, float* y, int n, int cols, int rows,
+            bool accumulate);
+
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  int rope_half_ = 0;
+  DeviceArray<float> rope_freqs_;
+  DeviceArray<float> token_embd_;  // (vocab, hidden) fp32 for the gather
+  DeviceArray<__half> lm_head_;    // (vocab, hidden) fp16: output.weight or the tied embeddings
+  DeviceArray<float> output_norm_;
+  std::vector<CudaLayer> layers_;
+  // step activations, grown on demand.
+  DeviceArray<int32_t> meta_;
+  DeviceArray<float> x_, qkv_, att_, gu_, logits_, workspace_;
+  DeviceArray<__half> xn_, att16_, h_;
+};
+
+absl::Status CudaLlamaModel::Load(const GgufFile& file) {
+  const ModelConfig& c = config_;
+  if (c.head_dim != 64 && c.head_dim != 128) {
+    return absl::UnimplementedError(absl::StrCat(file.path(), ": the cuda backend needs head_dim "
+                                                 "64 or 128, the model has ", c.head_dim));
+  }
+  CheckCuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream");
+  CheckBlas(cublasCreate(&blas_), "cublasCreate");
+  CheckBlas(cublasSetStream(blas_, stream_), "cublasSetStream");
+  const int64_t hid = c.hidden_size, qd = int64_t{c.num_heads} * c.head_dim,
+                kvd = int64_t{c.num_kv_heads} * c.head_dim, ffn = c.ffn_size;
+  std::vector<float> w;
+  if (absl::Status s = ReadChecked(file, "token_embd.weight", {hid, c.vocab_size}, &w); !s.ok()) {
+    return s;
+  }
+  token_embd_.Upload(w);
+  if (file.FindTensor("output.weight") != nullptr) {
+    if (absl::Status s = ReadChecked(file, "output.weight", {hid, c.vocab_size}, &w); !s.ok()) {
+      return s;
+    }
+  }
+  UploadHalf(w, &lm_head_);
+  if (absl::Status s = ReadChecked(file, "output_norm.weight", {hid}, &w); !s.ok()) return s;
+  output_norm_.Upload(w);
+  layers_ = std::vector<CudaLayer>(c.num_layers);
+  for (int l = 0; l < c.num_layers; ++l) {
+    const std::string p = absl::StrCat("blk.", l, ".");
+    CudaLayer& d = layers_[l];
+    absl::Status s = ReadChecked(file, p + "attn_norm.weight", {hid}, &w);
+    if (s.ok()) d.attn_norm.Upload(w);
+    if (s.ok()) s = ReadChecked(file, p + "ffn_norm.weight", {hid}, &w);
+    if (s.ok()) d.ffn_norm.Upload(w);
+    if (s.ok()) {
+      s = ReadStacked(file, {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"},
+                      {qd, kvd, kvd}, hid, &w);
+    }
+    if (s.ok()) UploadHalf(w, &d.wqkv);
+    if (s.ok()) s = ReadChecked(file, p + "attn_output.weight", {qd, hid}, &w);
+    if (s.ok()) UploadHalf(w, &d.wo);
+    if (s.ok()) {
+      s = ReadStacked(file, {p + "ffn_gate.weight", p + "ffn_up.weight"}, {ffn, ffn}, hid, &w);
+    }
+    if (s.ok()) UploadHalf(w, &d.wgate_up);
+    if (s.ok()) s = ReadChecked(file, p + "ffn_down.weight", {ffn, hid}, &w);
+    if (s.ok()) UploadHalf(w, &d.wdown);
+    if (!s.ok()) return s;
+  }
+  absl::StatusOr<std::vector<float>> freqs = LlamaRopeFrequencies(c, file);
+  if (!freqs.ok()) return freqs.status();
+  rope_half_ = static_cast<int>(freqs->size());
+  rope_freqs_.Upload(*freqs);
+  CheckCuda(cudaDeviceSynchronize(), "weight upload");
+  return absl::OkStatus();
+}
+
+void CudaLlamaModel::Gemm(const __half* x, const __half* w, float* y, int n, int cols, int rows,
+                          bool accumulate) {
+  // column-major view: yᵀ (rows, n) = w (cols, rows)ᵀ · xᵀ (cols, n).
+  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  CheckBlas(cublasGemmEx(blas_, CUBLAS_OP_T, CUBLAS_OP_N, rows, n, cols, &alpha, w, CUDA_R_16F,
+                         cols, x, CUDA_R_16F, cols, &beta, y, CUDA_R_32F, rows,
+                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+            "cublasGemmEx");
+}
+
+void CudaLlamaModel::Forward(std::span<const ForwardSeq> batch, std::vector<float>* logits) {
+  const ModelConfig& c = config_;
+  const int hid = c.hidden_size, hd = c.head_dim, nh = c.num_heads, nkv = c.num_kv_heads;
+  const int qd = nh * hd, kvd = nkv * hd, ffn = c.ffn_size, qkvd = qd + 2 * kvd;
+  // host metadata of the sequences with new tokens, uploaded in one copy:
+  // ids, tok_seq, tok_pos (n each); slots, num_cached, coded_before, coded_after, ring lengths
+  // (b each); block tables (b, stride); logit rows (r).
+  CudaKvCache* cache = nullptr;
+  std::vector<const ForwardSeq*> seqs;
+  int n = 0, stride = 1;
+  for (const ForwardSeq& s : batch) {
+    if (s.tokens.empty()) continue;
+    auto* cc = dynamic_cast<CudaKvCache*>(s.cache);
+    if (cc == nullptr) Fail("every sequence needs a CudaKvCache");
+    if (cache != nullptr && cc != cache) Fail("all sequences of a step must share one cache");
+    cache = cc;
+    seqs.push_back(&s);
+    n += static_cast<int>(s.tokens.size());
+    stride = std::max(stride, s.kv.num_blocks);
+  }
+  if (n == 0) return;
+  const int b_count = static_cast<int>(seqs.size());
+  const KvCacheSpec& spec = cache->spec();
+  std::vector<int32_t> ids, tok_seq, tok_pos, rows;
+  std::vector<int32_t> slots(b_count), cached(b_count), before(b_count), after(b_count),
+      ring_lens(b_count), tables(static_cast<size_t>(b_count) * stride, 0);
+  bool all_single = true;
+  int max_flush = 0, max_coded = 0;
+  for (int j = 0; j < b_count; ++j) {
+    const ForwardSeq& s = *seqs[j];
+    const int m = static_cast<int>(s.tokens.size()), total = s.kv.num_cached + m;
+    if (s.kv.slot < 0 || s.kv.slot >= cache->num_slots()) Fail("slot out of range");
+    if (PagesForTokens(spec, total) > s.kv.num_blocks) Fail("block table too short");
+    for (int i = 0; i < m; ++i) {
+      if (s.tokens[i] < 0 || s.tokens[i] >= c.vocab_size) Fail("token id out of range");
+      if (s.want_all_logits || (s.want_logits && i == m - 1)) rows.push_back(static_cast<int32_t>(ids.size()));
+      ids.push_back(s.tokens[i]);
+      tok_seq.push_back(j);
+      tok_pos.push_back(s.kv.num_cached + i);
+    }
+    for (int i = 0; i < s.kv.num_blocks; ++i) {
+      if (s.kv.block_table[i] < 0 || s.kv.block_table[i] >= cache->num_pages()) {
+        if (i < PagesForTokens(spec, total)) Fail("page id out of range");
+      } else {
+        tables[static_cast<size_t>(j) * stride + i] = s.kv.block_table[i];
+      }
+    }
+    slots[j] = s.kv.slot;
+    cached[j] = s.kv.num_cached;
+    before[j] = CodedTokens(spec, s.kv.num_cached);
+    after[j] = CodedTokens(spec, total);
+    ring_lens[j] = total - after[j];
+    max_flush = std::max(max_flush, std::min(cached[j], after[j]) - before[j]);
+    max_coded = std::max(max_coded, after[j]);
+    if (m != 1) all_single = false;
+  }
+  const int r = static_cast<int>(rows.size());
+  std::vector<int32_t> meta;
+  for (const std::vector<int32_t>* v :
+       {&ids, &tok_seq, &tok_pos, &slots, &cached, &before, &after, &ring_lens, &tables, &rows}) {
+    meta.insert(meta.end(), v->begin(), v->end());
+  }
+  meta_.UploadAsync(meta, stream_);
+  const int32_t* d = meta_.data();
+  const int32_t *d_ids = d, *d_seq = d + n, *d_pos = d + 2 * n;
+  const int32_t *d_slots = d + 3 * n, *d_cached = d_slots + b_count, *d_before = d_cached + b_count,
+                *d_after = d_before + b_count, *d_ring = d_after + b_count,
+                *d_tables = d_ring + b_count, *d_rows = d_tables + tables.size();
+
+  x_.Reserve(size_t(n) * hid);
+  xn_.Reserve(size_t(std::max(n, r)) * hid);
+  qkv_.Reserve(size_t(n) * qkvd);
+  att_.Reserve(size_t(n) * qd);
+  att16_.Reserve(size_t(n) * qd);
+  gu_.Reserve(size_t(n) * 2 * ffn);
+  h_.Reserve(size_t(n) * ffn);
+
+  cuda::PagedKvStep step;
+  step.num_tokens = n;
+  step.tok_seq = d_seq;
+  step.tok_pos = d_pos;
+  step.batch = b_count;
+  step.slots = d_slots;
+  step.num_cached = d_cached;
+  step.coded_before = d_before;
+  step.coded_after = d_after;
+  step.block_tables = d_tables;
+  step.block_table_stride = stride;
+  step.pages = cache->pages();
+  step.page_stride = static_cast<int64_t>(spec.page_bytes);
+  step.page_tokens = spec.page_tokens;
+  step.ring_slot_stride = cache->ring_slot_stride();
+  step.ring_tokens = cache->ring_tokens();
+  step.num_kv_heads = nkv;
+  step.head_dim = hd;
+
+  cuda::DecodeAttentionParams dp;
+  if (all_single) {
+    workspace_.Reserve(cuda::DecodeWorkspaceFloats(b_count, nh, hd));
+    dp.q = qkv_.data();
+    dp.q_batch_stride = qkvd;
+    dp.q_head_stride = hd;
+    dp.out = att_.data();
+    dp.out_batch_stride = qd;
+    dp.out_head_stride = hd;
+    dp.batch = b_count;
+    dp.num_heads = nh;
+    dp.num_kv_heads = nkv;
+    dp.head_dim = hd;
+    dp.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    dp.pages = cache->pages();
+    dp.page_stride = step.page_stride;
+    dp.page_tokens = spec.page_tokens;
+    dp.block_tables = d_tables;
+    dp.block_table_stride = stride;
+    dp.coded_lens = d_after;
+    dp.max_coded_len = max_coded;
+    dp.res_token_stride = kvd;
+    dp.res_head_stride = hd;
+    dp.res_slot_stride = cache->ring_slot_stride();
+    dp.res_ring_tokens = cache->ring_tokens();
+    dp.slots = d_slots;
+    dp.res_lens = d_ring;
+    dp.workspace = workspace_.data();
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+
+  Check(cuda::LaunchEmbeddingGather(d_ids, token_embd_.data(), x_.data(), n, hid, stream_),
+        "embedding");
+  for (int l = 0; l < c.num_layers; ++l) {
+    const CudaLayer& w = layers_[l];
+    step.layer_offset = static_cast<int64_t>(cache->layer_page_bytes()) * l;
+    step.ring_k = cache->ring(l, 0);
+    step.ring_v = cache->ring(l, 1);
+    // attention block.
+    Check(cuda::LaunchRmsNormHalf(x_.data(), nullptr, w.attn_norm.data(), xn_.data(), n, hid,
+                                  c.rms_eps, stream_),
+          "attn norm");
+    Gemm(xn_.data(), w.wqkv.data(), qkv_.data(), n, hid, qkvd, false);
+    Check(cuda::LaunchRope(qkv_.data(), qkvd, n, nh, hd, rope_half_, d_pos, rope_freqs_.data(),
+                           stream_),
+          "rope q");
+    Check(cuda::LaunchRope(qkv_.data() + qd, qkvd, n, nkv, hd, rope_half_, d_pos,
+                           rope_freqs_.data(), stream_),
+          "rope k");
+    Check(cuda::LaunchPagedKvFlush(step, max_flush, stream_), "kv flush");
+    Check(cuda::LaunchPagedKvAppend(step, qkv_.data() + qd, qkv_.data() + qd + kvd, qkvd, stream_),
+          "kv append");
+    if (all_single) {
+      dp.layer_offset = step.layer_offset;
+      dp.res_k = step.ring_k;
+      dp.res_v = step.ring_v;
+      Check(cuda::LaunchDecodeAttention(cuda::KvPageFormat::kFp16, dp, stream_), "decode attention");
+    } else {
+      Check(cuda::LaunchPrefillAttention(step, qkv_.data(), qkvd, att_.data(), qd, nh, scale,
+                                         stream_),
+            "prefill attention");
+    }
+    Check(cuda::LaunchFloatToHalf(att_.data(), att16_.data(), int64_t{n} * qd, stream_), "cast");
+    Gemm(att16_.data(), w.wo.data(), x_.data(), n, qd, hid, /*accumulate=*/true);
+    // feed-forward block.
+    Check(cuda::LaunchRmsNormHalf(x_.data(), nullptr, w.ffn_norm.data(), xn_.data(), n, hid,
+                                  c.rms_eps, stream_),
+          "ffn norm");
+    Gemm(xn_.data(), w.wgate_up.data(), gu_.data(), n, hid, 2 * ffn, false);
+    Check(cuda::LaunchSiluMulHalf(gu_.data(), h_.data(), n, ffn, stream_), "silu_mul");
+    Gemm(h_.data(), w.wdown.data(), x_.data(), n, ffn, hid, /*accumulate=*/true);
+  }
+  if (r > 0) {
+    Check(cuda::LaunchRmsNormHalf(x_.data(), d_rows, output_norm_.data(), xn_.data(), r, hid,
+                                  c.rms_eps, stream_),
+          "output norm");
+    logits_.Reserve(size_t(r) * c.vocab_size);
+    Gemm(xn_.data(), lm_head_.data(), logits_.data(), r, hid, c.vocab_size, false);
+    const size_t base = logits->size();
+    logits->resize(base + size_t(r) * c.vocab_size);
+    CheckCuda(cudaMemcpyAsync(logits->data() + base, logits_.data(),
+                              size_t(r) * c.vocab_size * sizeof(float), cudaMemcpyDeviceToHost,
+                              stream_),
+              "logits copy");
+  }
+  CheckCuda(cudaStreamSynchronize(stream_), "forward");
+}
+
+}  // namespace
+
+bool CudaDeviceAvailable(std::string* why) {
+  int count = 0;
+  if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess || count == 0) {
+    if (why != nullptr) {
+      *why = e != cudaSuccess ? absl::StrCat("no cuda device: ", cudaGetErrorString(e))
+                              : "no cuda device on this machine";
+    }
+    return false;
+  }
+  return true;
+}
+
+absl::StatusOr<std::unique_ptr<LlamaModel>> LoadCudaLlamaModel(const std::string& path) {
+  std::string why;
+  if (!CudaDeviceAvailable(&why)) return absl::FailedPreconditionError(why);
+  absl::StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(path);
+  if (!file.ok()) return file.status();
+  auto model = std::make_unique<CudaLlamaModel>();
+  absl::StatusOr<ModelConfig> config = ModelConfig::FromGguf(**file);
+  if (!config.ok()) return config.status();
+  model->config_ = *config;
+  absl::StatusOr<std::unique_ptr<Tokenizer>> tok = Tokenizer::FromGguf(**file);
+  if (!tok.ok()) return tok.status();
+  model->tokenizer_ = std::move(*tok);
+  if (absl::Status s = model->Load(**file); !s.ok()) return s;
+  return std::unique_ptr<LlamaModel>(std::move(model));
+}
+
+#else  // no cuda backend in this build
+
+namespace {
+constexpr char kNoCuda[] =
+    "this vqserve was built without the cuda backend (nvcc was not found at configure time)";
+}  // namespace
+
+bool CudaDeviceAvailable(std::string* why) {
+  if (why != nullptr) *why = kNoCuda;
+  return false;
+}
+
+absl::StatusOr<std::unique_ptr<LlamaModel>> LoadCudaLlamaModel(const std::string&) {
+  return absl::UnimplementedError(kNoCuda);
+}
+
+#endif
+
+}  // namespace vqserve

@@ -1,0 +1,27 @@
+#ifndef VQSERVE_RUNTIME_CUDA_LLAMA_MODEL_H_
+#define VQSERVE_RUNTIME_CUDA_LLAMA_MODEL_H_
+
+// the llama forward pass on a cuda device: the cpu LlamaModel's interface and results (within
+// fp16 rounding), with weights in device memory as fp16 (dequantized from the gguf at load),
+// cublas gemms with fp32 accumulation and the kv cache in a CudaKvCache.
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "runtime/llama_model.h"
+
+namespace vqserve {
+
+// true when this build has the cuda backend and a cuda device is present; else false with
+// the reason in *why.
+bool CudaDeviceAvailable(std::string* why);
+
+// loads `path` onto the current cuda device. the model's Forward takes batches whose
+// sequences all use one CudaKvCache (runtime/cuda_kv_cache.h) and returns host logits, as the
+// cpu model's. errors name the file and the problem, or say that cuda is unavailable.
+absl::StatusOr<std::unique_ptr<LlamaModel>> LoadCudaLlamaModel(const std::string& path);
+
+}  // namespace vqserve
+
+#endif  // VQSERVE_RUNTIME_CUDA_LLAMA_MODEL_H_
