@@ -27,6 +27,8 @@ constexpr int kSteps = 32;
 constexpr double kCpuRelTolerance = 0.05;
 // gpu batched vs alone (fp32 accumulation in a different order; fp16 roundings may flip).
 constexpr double kBatchAbsTolerance = 0.05;
+// the largest cpu top-1 lead (logits) over the gpu's pick at which a different pick is a tie.
+constexpr double kTieMargin = 0.05;
 
 // greedy continuation of each prompt: the argmax of each step and its logits.
 struct Continuation {
@@ -169,11 +171,14 @@ TEST_F(CudaModelTest, GreedyTokensAndLogitsMatchCpu) {
           ++equal;
           continue;
         }
-        std::vector<float> sorted = ref[j].logits[s];
-        std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
-        ADD_FAILURE() << "prompt " << j << " step " << s << ": cpu " << ref[j].argmax[s]
-                      << " gpu " << got[j].argmax[s] << " (cpu top-2 margin "
-                      << sorted[0] - sorted[1] << ")";
+        // a different pick is acceptable only at a tie of the cpu's own logits: the gpu's token
+        // must be within kTieMargin of the cpu's best (measured on the full default model: one
+        // flip in 192 steps, at a cpu margin of 8e-5 logits).
+        const std::vector<float>& cl = ref[j].logits[s];
+        const double margin = cl[ref[j].argmax[s]] - cl[got[j].argmax[s]];
+        std::printf("prompt %zu step %d: cpu %d gpu %d (cpu margin %.2e)\n", j, s,
+                    ref[j].argmax[s], got[j].argmax[s], margin);
+        EXPECT_LT(margin, kTieMargin) << "prompt " << j << " step " << s;
       }
     }
     std::printf("[cuda vs cpu %s] greedy tokens equal %d/%d; max |dlogit| %.4f, logit range "

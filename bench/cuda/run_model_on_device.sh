@@ -7,17 +7,24 @@
 set -o pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" /tmp/b
-python3 - <<'PY'
-import lzma, shutil, tarfile
-tarfile.open(".devbuild/run8/bundle.tar.xz").extractall("/tmp/b")
+# BUNDLE (default .devbuild/run8/bundle.tar.xz) holds the binaries; MODEL_GGUF, when set, is a
+# model already on the machine (the full default model travels in two parts over two calls:
+# see docs/device/README.md), else the truncated model is unpacked.
+BUNDLE=${BUNDLE:-.devbuild/run8/bundle.tar.xz}
+[ -x /tmp/b/cuda_model_test ] || python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall('/tmp/b')" "$BUNDLE"
+if [ -z "${MODEL_GGUF:-}" ]; then
+  python3 - <<'PY'
+import lzma, shutil
 with lzma.open(".devbuild/run8/model.gguf.xz") as f, open("/tmp/model.gguf", "wb") as g:
     shutil.copyfileobj(f, g)
 PY
+  MODEL_GGUF=/tmp/model.gguf
+fi
 export LD_LIBRARY_PATH=/tmp/b/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:$LD_LIBRARY_PATH
-M=/tmp/model.gguf
+M=$MODEL_GGUF
 {
   date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
-  echo "== cuda_model_test (VQSERVE_MODEL=$M, 8 of 30 blocks)"
+  echo "== cuda_model_test (VQSERVE_MODEL=$M, $(sha256sum < $M | cut -c1-16))"
   VQSERVE_MODEL=$M /tmp/b/cuda_model_test
   echo "cuda_model_test exit: $?"
   echo "== generate, cpu then cuda (48 tokens, then 400 for timing)"
