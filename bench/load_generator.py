@@ -9,6 +9,8 @@ and the stubs from scripts/gen_python_stubs.
 
   /usr/bin/python3 bench/load_generator.py --target 127.0.0.1:50051 \
       --codecs fp16,kivi-k2v2,vecinfer-k2v2 --concurrency 1,4,16 --requests 32 --max-tokens 32
+  add --context-chars N to put N characters of real text (debian fortunes) before each prompt,
+  each worker's request starting at a different offset (no shared prefix).
 """
 import argparse
 import asyncio
@@ -67,7 +69,20 @@ async def one_request(stub, codec, prompt, max_tokens, stats):
     stats["requests"] += 1
 
 
-async def run_cell(target, codec, concurrency, total, max_tokens):
+def make_prompts(context_file, context_chars):
+    """the prompt set, each with its own context_chars-long slice of context_file in front."""
+    if context_chars <= 0:
+        return PROMPTS
+    with open(context_file, encoding="utf-8", errors="replace") as f:
+        text = " ".join(line.strip() for line in f if line.strip() != "%")
+    out = []
+    for i, p in enumerate(PROMPTS):
+        start = (i * 7919 * 13) % max(1, len(text) - context_chars)
+        out.append(text[start:start + context_chars] + "\n\n" + p)
+    return out
+
+
+async def run_cell(target, codec, concurrency, total, max_tokens, prompts):
     stats = {"ttft": [], "itl": [], "tokens": 0, "requests": 0}
     async with grpc.aio.insecure_channel(target) as channel:
         stub = vqserve_pb2_grpc.InferenceStub(channel)
@@ -78,7 +93,7 @@ async def run_cell(target, codec, concurrency, total, max_tokens):
         async def worker():
             while queue:
                 i = queue.pop()
-                await one_request(stub, codec, PROMPTS[i % len(PROMPTS)], max_tokens, stats)
+                await one_request(stub, codec, prompts[i % len(prompts)], max_tokens, stats)
 
         start = time.perf_counter()
         await asyncio.gather(*[worker() for _ in range(concurrency)])
@@ -100,13 +115,19 @@ def main():
     ap.add_argument("--concurrency", default="1,4,16")
     ap.add_argument("--requests", type=int, default=32, help="requests per cell")
     ap.add_argument("--max-tokens", type=int, default=32)
+    ap.add_argument("--context-chars", type=int, default=0,
+                    help="prepend this many characters of --context-file to every prompt "
+                         "(a long context whose older tokens the compressed codecs code)")
+    ap.add_argument("--context-file", default="/usr/share/games/fortunes/fortunes")
     args = ap.parse_args()
+    prompts = make_prompts(args.context_file, args.context_chars)
     print("| codec | concurrency | requests | req/s | output tok/s | TTFT p50 (ms) | TTFT p99 (ms) "
           "| ITL p50 (ms) | ITL p99 (ms) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for codec in args.codecs.split(","):
         for c in [int(x) for x in args.concurrency.split(",")]:
-            r = asyncio.run(run_cell(args.target, codec, c, max(args.requests, c), args.max_tokens))
+            r = asyncio.run(run_cell(args.target, codec, c, max(args.requests, c), args.max_tokens,
+                                     prompts))
             print("| %s | %d | %d | %.2f | %.1f | %.0f | %.0f | %.0f | %.0f |" % (
                 r["codec"], r["concurrency"], r["requests"], r["req_per_s"], r["tok_per_s"],
                 r["ttft_p50_ms"], r["ttft_p99_ms"], r["itl_p50_ms"], r["itl_p99_ms"]), flush=True)
