@@ -4,8 +4,12 @@ writes docs/quality.md and docs/quality_bits_vs_dppl.png.
 
 results are cached per run in data/quality/<codec>.json (delete to re-run); the markdown is
 built from whatever results exist, so a partial run still yields a (partial) report.
+passkey retrieval at longer lengths is a separate stage (`--passkey-stage 1024,4096,8192`):
+`vqserve eval --passkey-only` for every row but the ablation variants, cached in
+data/quality/<codec>.passkey.json; the report's passkey column then reads from it.
 usage: tools/quality_report.py [--build build] [--ctx 2048] [--windows 1] [--calib-tokens 2048]
                                [--iterations 10] [--only codec,codec] [--report-only]
+                               [--passkey-stage LENGTHS [--passkey-depths D,D]]
 """
 import argparse
 import json
@@ -60,6 +64,8 @@ def main():
     ap.add_argument("--passkey-depths", default="0.25,0.75")
     ap.add_argument("--only", default="")
     ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--passkey-stage", default="",
+                    help="lengths: run only the passkey stage (needs the rows' codebooks)")
     args = ap.parse_args()
     vq = os.path.join(ROOT, args.build, "bin", "vqserve")
     qdir = os.path.join(ROOT, "data", "quality")
@@ -75,8 +81,10 @@ def main():
     fp16_json = os.path.join(qdir, "fp16.json")
     if os.path.exists(fp16_json):
         base_ppl = json.load(open(fp16_json))["perplexity"]
+    if args.passkey_stage:
+        passkey_stage(vq, qdir, log, only, args.passkey_stage, args.passkey_depths)
     for name, calib, passkey, _ in RUNS:
-        if args.report_only or (only and name not in only):
+        if args.report_only or args.passkey_stage or (only and name not in only):
             continue
         out_json = os.path.join(qdir, name + ".json")
         if os.path.exists(out_json):
@@ -114,6 +122,64 @@ def main():
     write_report(qdir)
 
 
+def passkey_stage(vq, qdir, log, only, lengths, depths):
+    """passkey retrieval at `lengths` for every row that is not an ablation variant."""
+    for name, calib, _, group in RUNS:
+        if group == "ablation" or (only and name not in only):
+            continue
+        out_json = os.path.join(qdir, f"{name}.passkey.{lengths}.{depths}.json")
+        if os.path.exists(out_json):
+            continue
+        cmd = [vq, "eval", "--model", MODEL, "--text", "data/eval.txt", "--codec", name, "--json",
+               "--passkey-only", "--passkey-lengths", lengths, "--passkey-depths", depths]
+        if calib:
+            art = os.path.join(qdir, name + ".vqcb")
+            if not os.path.exists(art):
+                print(f"{name}: no codebooks ({art}); run the main stage first", file=sys.stderr)
+                continue
+            cmd += ["--codebooks", art]
+        out = run(cmd, log)
+        if out is None:
+            continue
+        result = json.loads(out.strip().splitlines()[-1])
+        json.dump({"lengths": lengths, "depths": depths, "passkey": result["passkey"],
+                   "seconds": result["seconds"]}, open(out_json, "w"), indent=1)
+
+
+def passkey_cell(qdir, name, r):
+    """'1K 2/2 · 4K 1/2' from the passkey stages, else the main run's accuracy, else ''."""
+    files = [f for f in os.listdir(qdir) if f.startswith(name + ".passkey.") and f.endswith(".json")]
+    if files:
+        trials = [t for f in files for t in json.load(open(os.path.join(qdir, f)))["passkey"]]
+        by_len = {}
+        for t in trials:
+            # the stage asks for a length; the prompt's token count lands within a few tokens.
+            key = int(round(t["tokens"] / 1024.0))
+            ok, n = by_len.get(key, (0, 0))
+            by_len[key] = (ok + int(t["correct"]), n + 1)
+        return " · ".join(f"{k}K {ok}/{n}" for k, (ok, n) in sorted(by_len.items()))
+    return f"{100 * r['passkey_accuracy']:.0f}%" if r.get("passkey_run") else ""
+
+
+def passkey_line(qdir, s):
+    """the settings line for the passkey column."""
+    runs = {}
+    for f in sorted(os.listdir(qdir)):
+        if ".passkey." in f and f.endswith(".json"):
+            d = json.load(open(os.path.join(qdir, f)))
+            runs.setdefault((d["lengths"], d["depths"]), []).append(f.split(".passkey.")[0])
+    if runs:
+        parts = [f"lengths {l} at depths {d} for {', '.join(sorted(set(n)))}"
+                 for (l, d), n in sorted(runs.items())]
+        return ("- passkey: a 5-digit key hidden in filler text; the greedy 8-token answer must "
+                "contain it (prefill in chunks of 512, so later chunks attend to coded pages). "
+                "Cells: correct / trials per length in K tokens. Runs (`--passkey-stage`): "
+                + "; ".join(parts) + ".")
+    return (f"- passkey: a 5-digit key in filler text of {s.get('passkey_lengths')} tokens at depths "
+            f"{s.get('passkey_depths')}, greedy 8-token answer must contain it (only for the rows "
+            "with a value).")
+
+
 def write_report(qdir):
     results = {}
     for name, _, _, group in RUNS:
@@ -137,16 +203,14 @@ def write_report(qdir):
              f"- calibration: {s.get('calib_tokens')} tokens of Debian `fortunes` cookie files "
              f"(sequences of 512), k-means++ (seed 1) + at most {s.get('iterations')} Lloyd "
              "iterations per codebook.",
-             f"- passkey: a 5-digit key in filler text of {s.get('passkey_lengths')} tokens at depths "
-             f"{s.get('passkey_depths')}, greedy 8-token answer must contain it (only for the rows with "
-             "a value).",
+             passkey_line(qdir, s),
              "- errors: relative L2 error of K and V after encode/decode, and mean relative error of "
              "attention outputs (coded pages + fp16 residual vs exact fp32) at 8 positions per layer, "
              "on the first 1024 tokens of the evaluation text.", "",
              "| codec | bits/elem | bytes/token | compression | perplexity | ΔPPL % | passkey | K err | V err | attn err |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in results.items():
-        pk = f"{100 * r['passkey_accuracy']:.0f}%" if r.get("passkey_run") else ""
+        pk = passkey_cell(qdir, name, r)
         lines.append(f"| {name} | {r['bits_per_element']:.3g} | {r['bytes_per_token']:.0f} | "
                      f"{r['compression']:.2f}x | {r['perplexity']:.4f} | {r['delta_ppl_pct']:+.2f} | {pk} | "
                      f"{r['k_rel_error']:.3f} | {r['v_rel_error']:.3f} | {r['attn_rel_error']:.3f} |")

@@ -30,6 +30,7 @@ constexpr char kUsage[] =
     "usage: vqserve eval --model M --text FILE --codec C [--codebooks FILE.vqcb] [--ctx N]\n"
     "         [--windows N] [--chunk N] [--baseline-ppl X | --no-baseline]\n"
     "         [--passkey-lengths 1024,2048 | --no-passkey] [--passkey-depths 0.1,0.5,0.9]\n"
+    "         [--passkey-only]\n"
     "         [--error-tokens N] [--threads N] [--json]\n";
 
 struct EvalFlags {
@@ -38,6 +39,7 @@ struct EvalFlags {
   int ctx = 2048, windows = 2, chunk = 512, threads = 0, error_tokens = 1024;
   std::optional<double> baseline_ppl;
   bool baseline = true, passkey = true, json = false;
+  bool passkey_only = false;  // skip perplexity and errors
   std::vector<int> passkey_lengths = {1024, 2048};
   std::vector<double> passkey_depths = {0.1, 0.5, 0.9};
 };
@@ -51,6 +53,8 @@ bool ParseFlags(int argc, char** argv, EvalFlags* f) {
       f->baseline = false;
     } else if (a == "--no-passkey") {
       f->passkey = false;
+    } else if (a == "--passkey-only") {
+      f->passkey_only = true;
     } else if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stderr);
       std::exit(0);
@@ -147,41 +151,45 @@ int RunEval(int argc, char** argv) {
   const double bpt = static_cast<double>(c.LayerPageBytes()) * shape.num_layers / c.page_tokens();
   const double bits_per_element = bpt * 8 / (2.0 * shape.num_layers * shape.num_kv_heads * shape.head_dim);
 
-  PerplexityResult ppl = WindowPerplexity(model, codec, ids, flags.ctx, flags.windows, flags.chunk);
-  std::fprintf(stderr, "eval: %s perplexity %.4f over %lld predictions (%.1fs)\n", flags.codec.c_str(),
-               ppl.perplexity(), static_cast<long long>(ppl.predictions), seconds());
-  double base = flags.baseline_ppl.value_or(0);
-  if (!flags.baseline_ppl && flags.baseline) {
-    base = WindowPerplexity(model, fp16, ids, flags.ctx, flags.windows, flags.chunk).perplexity();
-    std::fprintf(stderr, "eval: fp16 perplexity %.4f (%.1fs)\n", base, seconds());
-  }
-  const double dppl = base > 0 ? 100.0 * (ppl.perplexity() - base) / base : 0.0;
-
-  // errors on k/v/q recorded over the start of the text.
-  const int err_tokens = std::min<int>(flags.error_tokens, static_cast<int>(ids.size()));
-  CalibrationRecorder rec(shape, model.config().rope_theta, err_tokens, 1, true);
-  {
-    std::vector<int32_t> seq;
-    seq.push_back(model.tokenizer().bos_id());
-    seq.insert(seq.end(), ids.begin(), ids.begin() + err_tokens - 1);
-    std::vector<float> logits;
-    for (int start = 0; start < err_tokens; start += flags.chunk) {
-      ForwardSeq fs;
-      const int n = std::min(flags.chunk, err_tokens - start);
-      fs.tokens = std::span<const int32_t>(seq.data() + start, n);
-      fs.cache = &rec;
-      fs.kv.slot = 0;
-      fs.kv.num_cached = start;
-      fs.want_logits = false;
-      model.Forward({&fs, 1}, &logits);
+  PerplexityResult ppl;
+  double base = flags.baseline_ppl.value_or(0), dppl = 0;
+  CodecErrors err;
+  if (!flags.passkey_only) {
+    ppl = WindowPerplexity(model, codec, ids, flags.ctx, flags.windows, flags.chunk);
+    std::fprintf(stderr, "eval: %s perplexity %.4f over %lld predictions (%.1fs)\n", flags.codec.c_str(),
+                 ppl.perplexity(), static_cast<long long>(ppl.predictions), seconds());
+    if (!flags.baseline_ppl && flags.baseline) {
+      base = WindowPerplexity(model, fp16, ids, flags.ctx, flags.windows, flags.chunk).perplexity();
+      std::fprintf(stderr, "eval: fp16 perplexity %.4f (%.1fs)\n", base, seconds());
     }
+    dppl = base > 0 ? 100.0 * (ppl.perplexity() - base) / base : 0.0;
+
+    // errors on k/v/q recorded over the start of the text.
+    const int err_tokens = std::min<int>(flags.error_tokens, static_cast<int>(ids.size()));
+    CalibrationRecorder rec(shape, model.config().rope_theta, err_tokens, 1, true);
+    {
+      std::vector<int32_t> seq;
+      seq.push_back(model.tokenizer().bos_id());
+      seq.insert(seq.end(), ids.begin(), ids.begin() + err_tokens - 1);
+      std::vector<float> logits;
+      for (int start = 0; start < err_tokens; start += flags.chunk) {
+        ForwardSeq fs;
+        const int n = std::min(flags.chunk, err_tokens - start);
+        fs.tokens = std::span<const int32_t>(seq.data() + start, n);
+        fs.cache = &rec;
+        fs.kv.slot = 0;
+        fs.kv.num_cached = start;
+        fs.want_logits = false;
+        model.Forward({&fs, 1}, &logits);
+      }
+    }
+    err = MeasureCodecErrors(c, rec, 8);
+    std::fprintf(stderr, "eval: errors k %.4f v %.4f attention %.4f (%.1fs)\n", err.k_rel, err.v_rel,
+                 err.attn_rel, seconds());
   }
-  CodecErrors err = MeasureCodecErrors(c, rec, 8);
-  std::fprintf(stderr, "eval: errors k %.4f v %.4f attention %.4f (%.1fs)\n", err.k_rel, err.v_rel,
-               err.attn_rel, seconds());
 
   std::vector<PasskeyTrial> trials;
-  if (flags.passkey) {
+  if (flags.passkey || flags.passkey_only) {
     trials = RunPasskey(model, codec, flags.passkey_lengths, flags.passkey_depths, 20261129);
   }
   int correct = 0;
@@ -189,7 +197,7 @@ int RunEval(int argc, char** argv) {
   const double passkey_acc = trials.empty() ? 0.0 : double(correct) / trials.size();
 
   if (flags.json) {
-    std::string tj;
+    std::string tj;  // the trials as a json array body
     for (const auto& t : trials) {
       std::string ans;
       for (char ch : t.answer) {
