@@ -4,9 +4,12 @@
 #include <civetweb.h>
 
 #include <exception>
+#include <mutex>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "server/civet_thread_stack.h"
 
 namespace vqserve {
 
@@ -42,6 +45,20 @@ MetricsHttpServer::MetricsHttpServer(const MetricsRegistry& registry) : registry
 
 MetricsHttpServer::~MetricsHttpServer() { Stop(); }
 
+namespace {
+
+// civetweb's own reason for a failed start (it reports errors only through this callback).
+std::mutex last_error_mu;
+std::string last_error;
+
+int RecordCivetError(const mg_connection*, const char* message) {
+  std::lock_guard<std::mutex> lock(last_error_mu);
+  last_error = message;
+  return 1;
+}
+
+}  // namespace
+
 absl::Status MetricsHttpServer::Start(const std::string& host, int port) {
   if (server_) return absl::FailedPreconditionError("metrics http server already started");
   if (port < 0 || port > 65535) {
@@ -54,12 +71,17 @@ absl::Status MetricsHttpServer::Start(const std::string& host, int port) {
       "enable_keep_alive", "no",
   };
   handler_ = std::make_unique<Handler>(registry_);
+  (void)CivetThreadStackFloorLinked();  // civetweb's 100 KB stacks vs the cuda libraries' tls
+  CivetCallbacks callbacks;
+  callbacks.log_message = &RecordCivetError;
   try {
-    server_ = std::make_unique<CivetServer>(options);
+    server_ = std::make_unique<CivetServer>(options, &callbacks);
   } catch (const std::exception& e) {
     handler_.reset();
-    return absl::UnavailableError(
-        absl::StrCat("metrics http server cannot listen on ", host, ":", port, ": ", e.what()));
+    std::lock_guard<std::mutex> lock(last_error_mu);
+    return absl::UnavailableError(absl::StrCat("metrics http server cannot listen on ", host,
+                                               ":", port, ": ",
+                                               last_error.empty() ? e.what() : last_error));
   }
   server_->addHandler("/", handler_.get());
   std::vector<int> ports = server_->getListeningPorts();

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# ctest `serve_smoke`: the real `vqserve serve` binary starts with its /metrics endpoint (any
+# free ports), answers a request through vqctl, serves /metrics, and exits 0 on SIGTERM.
+# exits 77 (skipped) when the default model is missing.
+#   serve_smoke_test.sh BIN_DIR SOURCE_DIR
+set -uo pipefail
+bin=$1 src=$2
+model=${VQSERVE_MODEL:-$src/models/SmolLM2-135M-Instruct.Q4_1.gguf}
+[ -f "$model" ] || { echo "serve_smoke: $model missing: skipped"; exit 77; }
+log=$(mktemp)
+"$bin/vqserve" serve --model "$model" --host 127.0.0.1 --port 0 --metrics-port 0 > "$log" 2>&1 &
+pid=$!
+for _ in $(seq 1 300); do
+  grep -q "serving" "$log" && break
+  kill -0 $pid 2> /dev/null || { echo "serve_smoke: the server exited:"; cat "$log"; exit 1; }
+  sleep 0.2
+done
+line=$(grep "serving" "$log") || { echo "serve_smoke: no 'serving' line:"; cat "$log"; kill $pid; exit 1; }
+echo "$line"
+grpc=$(echo "$line" | sed -E 's/.* on 127\.0\.0\.1:([0-9]+) .*/\1/')
+metrics=$(echo "$line" | sed -E 's/.*metrics on 127\.0\.0\.1:([0-9]+)\/metrics.*/\1/')
+fail=0
+"$bin/vqctl" --target "127.0.0.1:$grpc" generate --prompt "The capital of France is" \
+  --max-tokens 4 || fail=1
+python3 - "$metrics" <<'PY' || fail=1
+import sys, urllib.request
+body = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=10).read().decode()
+assert "vqserve:generation_tokens_total" in body, "metric missing"
+print("serve_smoke: /metrics ok,", sum(1 for l in body.splitlines() if l.startswith("vqserve:")), "samples")
+PY
+kill -TERM $pid
+wait $pid
+rc=$?
+[ $rc -eq 0 ] || { echo "serve_smoke: exit status $rc after SIGTERM"; fail=1; }
+[ $fail -eq 0 ] || cat "$log"
+rm -f "$log"
+exit $fail
