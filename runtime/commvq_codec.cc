@@ -79,8 +79,8 @@ class CommVqCodec : public KvCodec {
 
   void EncodePage(int layer, int first_pos, const float* k, const float* v,
                   uint8_t* dst) const override;
-  void AttendPages(int layer, const uint8_t* const* pages, int num_tokens, const float* q,
-                   int q_pos, SoftmaxState* state) const override;
+  void AttendPagesFrom(int layer, const uint8_t* const* pages, int first_pos, int num_tokens,
+                       const float* q, int q_pos, SoftmaxState* state) const override;
   void DecodePage(int layer, int first_pos, const uint8_t* src, float* k_rope,
                   float* v) const override;
 
@@ -218,8 +218,9 @@ void CommVqCodec::DecodePage(int layer, int first_pos, const uint8_t* src, float
 //   s_i / sqrt(D) * sum_j Re(W_j exp(i p_i theta_j)),  W_j = sum_r T[r][A_r][j] + i T[r][B_r][j]
 // (gathers, then one 2-d rotation per pair). values: per-code probability sums, then one
 // product with the value codebooks.
-void CommVqCodec::AttendPages(int layer, const uint8_t* const* pages, int num_tokens,
-                              const float* q, int q_pos, SoftmaxState* state) const {
+void CommVqCodec::AttendPagesFrom(int layer, const uint8_t* const* pages, int first_pos,
+                                  int num_tokens, const float* q, int q_pos,
+                                  SoftmaxState* state) const {
   if (num_tokens <= 0) return;
   const int D = shape_.head_dim, H = shape_.num_kv_heads, P = kPageTokens, half = D / 2;
   const int grp = shape_.num_heads / H;
@@ -267,9 +268,10 @@ void CommVqCodec::AttendPages(int layer, const uint8_t* const* pages, int num_to
           commvq::UnpackCodes12(KeyCodes(slice, h, gi, r), P, &codes[(gi * kr_ + r) * P]);
         }
       }
-      // rotation of token t, pair j: exp(i (first + t) theta_j).
+      // rotation of token t, pair j: exp(i (first_pos + first + t) theta_j).
       for (int j = 0; j < half; ++j) {
-        double a = static_cast<double>(first) * freqs_[j], c0 = std::cos(a), s0 = std::sin(a);
+        double a = static_cast<double>(first_pos + first) * freqs_[j], c0 = std::cos(a),
+               s0 = std::sin(a);
         for (int t = 0; t < nt; ++t) {
           double c1 = step_cos_[t * half + j], s1 = step_sin_[t * half + j];
           rc[t * half + j] = static_cast<float>(c0 * c1 - s0 * s1);

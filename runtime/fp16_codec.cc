@@ -78,8 +78,9 @@ void Fp16Codec::DecodePage(int layer, int first_pos, const uint8_t* src, float* 
   }
 }
 
-void Fp16Codec::AttendPages(int layer, const uint8_t* const* pages, int num_tokens,
-                            const float* q, int q_pos, SoftmaxState* state) const {
+void Fp16Codec::AttendPagesFrom(int layer, const uint8_t* const* pages, int first_pos,
+                                int num_tokens, const float* q, int q_pos,
+                                SoftmaxState* state) const {
   const int hkv = shape_.num_kv_heads, d = shape_.head_dim, p = page_tokens_;
   const int group = shape_.num_heads / hkv;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));

@@ -19,8 +19,8 @@ class Fp16Codec : public KvCodec {
   size_t LayerPageBytes() const override;
   void EncodePage(int layer, int first_pos, const float* k, const float* v,
                   uint8_t* dst) const override;
-  void AttendPages(int layer, const uint8_t* const* pages, int num_tokens, const float* q,
-                   int q_pos, SoftmaxState* state) const override;
+  void AttendPagesFrom(int layer, const uint8_t* const* pages, int first_pos, int num_tokens,
+                       const float* q, int q_pos, SoftmaxState* state) const override;
   void DecodePage(int layer, int first_pos, const uint8_t* src, float* k_rope,
                   float* v) const override;
 

@@ -91,8 +91,8 @@ class KiviCodec final : public KvCodec {
     }
   }
 
-  void AttendPages(int layer, const uint8_t* const* pages, int num_tokens, const float* q,
-                   int q_pos, SoftmaxState* state) const override {
+  void AttendPagesFrom(int layer, const uint8_t* const* pages, int first_pos, int num_tokens,
+                       const float* q, int q_pos, SoftmaxState* state) const override {
     if (num_tokens <= 0) return;
     const int group = shape_.num_heads / H_;
     const float inv = 1.0f / std::sqrt(static_cast<float>(D_));

@@ -20,6 +20,9 @@ struct KvCacheSpec {
   std::string codec;            // "fp16", "kivi-k2v2", "vecinfer-k2v2", "commvq-2", ...
   int page_tokens = 32;         // tokens per page (a flush moves one page of tokens)
   int residual_tokens = 128;    // most recent tokens kept in fp16 (0 for fp16 itself)
+  // oldest tokens kept in fp16 for the sequence's whole life (the attention sinks), a multiple
+  // of page_tokens; their pages stay reserved in the block table but are never encoded or read.
+  int sink_tokens = 0;
   size_t page_bytes = 0;        // bytes of one page, all layers, k and v
   size_t slot_bytes = 0;        // bytes of one sequence's fp16 residual ring, all layers
   size_t fixed_bytes = 0;       // codebooks and other per-cache constants

@@ -41,13 +41,19 @@ class KvCodec {
   virtual void EncodePage(int layer, int first_pos, const float* k, const float* v,
                           uint8_t* dst) const = 0;
 
-  // folds the first num_tokens coded tokens (positions 0..num_tokens-1, page j holding
-  // positions j*page_tokens ...) into `state` for one query position.
-  // pages: num_pages = ceil(num_tokens / page_tokens) pointers to this layer's slices.
-  // q: (num_heads, head_dim) after rope, at position q_pos. scores are scaled by 1/sqrt(D).
-  // reads codes directly through lookup tables; never builds dequantized k/v.
-  virtual void AttendPages(int layer, const uint8_t* const* pages, int num_tokens,
-                           const float* q, int q_pos, SoftmaxState* state) const = 0;
+  // folds num_tokens coded tokens at positions first_pos, first_pos + 1, ... into `state` for
+  // one query position. pages: ceil(num_tokens / page_tokens) pointers to this layer's slices,
+  // page j holding positions first_pos + j * page_tokens; first_pos is a multiple of
+  // page_tokens. q: (num_heads, head_dim) after rope, at position q_pos. scores are scaled by
+  // 1/sqrt(D). reads codes directly through lookup tables; never builds dequantized k/v.
+  virtual void AttendPagesFrom(int layer, const uint8_t* const* pages, int first_pos,
+                               int num_tokens, const float* q, int q_pos,
+                               SoftmaxState* state) const = 0;
+  // the same from position 0 (page j holding positions j * page_tokens ...).
+  void AttendPages(int layer, const uint8_t* const* pages, int num_tokens, const float* q,
+                   int q_pos, SoftmaxState* state) const {
+    AttendPagesFrom(layer, pages, 0, num_tokens, q, q_pos, state);
+  }
 
   // reconstructs a page (tests and error measurements only).
   // k_rope, v: (page_tokens, num_kv_heads, head_dim); keys returned after rope.

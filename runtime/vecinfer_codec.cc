@@ -129,8 +129,8 @@ class VecInferCodec final : public KvCodec {
     }
   }
 
-  void AttendPages(int layer, const uint8_t* const* pages, int num_tokens, const float* q,
-                   int q_pos, SoftmaxState* state) const override {
+  void AttendPagesFrom(int layer, const uint8_t* const* pages, int first_pos, int num_tokens,
+                       const float* q, int q_pos, SoftmaxState* state) const override {
     if (num_tokens <= 0) return;
     const int P = page_tokens();
     const int group = shape_.num_heads / H_;

@@ -16,6 +16,7 @@
 
 #include "gtest/gtest.h"
 #include "runtime/fp16_codec.h"
+#include "runtime/kivi_codec.h"
 #include "runtime/paged_kv_cache.h"
 #include "tests/test_paths.h"
 
@@ -228,10 +229,12 @@ TEST(LlamaModelTest, BatchedForwardEqualsEachSequenceAloneQuantizedDecode) {
   CheckBatchedEqualsAlone(/*quantized_decode=*/true, 1e-4);
 }
 
-// the logits after a prompt fed as `chunks` and then one decode token.
+// the logits after a prompt fed as `chunks` and then one decode token; fp16 kv unless a cache
+// is given.
 std::vector<float> LogitsAfterChunks(LlamaModel& model, const std::vector<int32_t>& tokens,
-                                     std::vector<int> chunks) {
-  auto cache = MakePagedKvCache(MakeFp16Codec(model.kv_shape()), 8, 1);
+                                     std::vector<int> chunks,
+                                     std::unique_ptr<PagedKvCache> cache = nullptr) {
+  if (!cache) cache = MakePagedKvCache(MakeFp16Codec(model.kv_shape()), 8, 1);
   std::vector<TestSequence> seqs = {MakeSequence(0, 0, 8)};
   chunks.push_back(1);
   std::vector<float> all = RunSteps(model, *cache, seqs, {tokens}, {chunks}, false);
@@ -261,6 +264,37 @@ TEST(LlamaModelTest, ChunkedPrefillEqualsOneShot) {
     std::printf("chunks of %d...: max |dlogit| vs one-shot %.2e\n", chunks[0], worst);
     EXPECT_LT(worst, 1e-4) << chunks.size() << " chunks";
   }
+}
+
+TEST(LlamaModelTest, ChunkedPrefillOfCodedCacheEqualsTokenByToken) {
+  // with a lossy codec (kivi 2-bit, first page kept as the fp16 sink) a prompt prefilled in
+  // chunks must give the logits of feeding it one token at a time: every query sees codes only
+  // where token-by-token decoding would (older than the 128-token fp16 window).
+  std::unique_ptr<LlamaModel> model = LoadOrSkip(/*quantized_decode=*/true);
+  if (!model) GTEST_SKIP() << "default model missing";
+  std::string text;
+  for (int i = 0; i < 6; ++i) {
+    text += "It was the best of times, it was the worst of times, it was the age of wisdom, it "
+            "was the age of foolishness, it was the epoch of belief, it was the epoch of "
+            "incredulity. ";
+  }
+  std::vector<int32_t> tokens = model->tokenizer().Encode(text, true, false);
+  ASSERT_GE(tokens.size(), 231u);
+  tokens.resize(231);
+  auto kivi_cache = [&] { return MakePagedKvCache(MakeKiviCodec(model->kv_shape(), 2), 8, 1, 32); };
+  std::vector<float> chunked = LogitsAfterChunks(*model, tokens, {200, 30}, kivi_cache());
+  std::vector<float> stepped =
+      LogitsAfterChunks(*model, tokens, std::vector<int>(230, 1), kivi_cache());
+  std::vector<float> fp16 = LogitsAfterChunks(*model, tokens, {230});
+  double worst = 0, vs_fp16 = 0;
+  for (size_t i = 0; i < chunked.size(); ++i) {
+    worst = std::max(worst, double(std::abs(chunked[i] - stepped[i])));
+    vs_fp16 = std::max(vs_fp16, double(std::abs(chunked[i] - fp16[i])));
+  }
+  std::printf("coded cache: chunked vs token-by-token max |dlogit| %.2e (vs fp16 kv %.2e)\n",
+              worst, vs_fp16);
+  EXPECT_LT(worst, 1e-3);
+  EXPECT_GT(vs_fp16, 1e-2);  // the codes are really in use
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "kernels/cpu/half_convert.h"
 #include "kernels/cpu/rope.h"
 #include "runtime/fp16_codec.h"
+#include "runtime/kivi_codec.h"
 
 namespace vqserve {
 namespace {
@@ -176,11 +177,11 @@ class PreRopeTestCodec : public KvCodec {
     std::memcpy(dst + 4 * Row() * sizeof(float), v, 4 * Row() * sizeof(float));
     std::memcpy(dst + 8 * Row() * sizeof(float), &first_pos, 4);
   }
-  void AttendPages(int layer, const uint8_t* const* pages, int num_tokens, const float* q,
-                   int q_pos, SoftmaxState* state) const override {
+  void AttendPagesFrom(int layer, const uint8_t* const* pages, int first_pos, int num_tokens,
+                       const float* q, int q_pos, SoftmaxState* state) const override {
     for (int j = 0; j * 4 < num_tokens; ++j) {
       std::vector<float> k(4 * Row()), v(4 * Row());
-      DecodePage(layer, j * 4, pages[j], k.data(), v.data());
+      DecodePage(layer, first_pos + j * 4, pages[j], k.data(), v.data());
       AttendDense(kShape, q, k.data(), v.data(), std::min(4, num_tokens - j * 4), state);
     }
   }
@@ -220,6 +221,88 @@ TEST(PagedKvCacheTest, GenericCodecWithResidualWindowAndPreRopeKeys) {
   for (int t = 37; t < 60; ++t) err = std::max(err, StepAndCompare(*cache, s, t, 1, rng, s.k, s.v));
   err = std::max(err, StepAndCompare(*cache, s, 60, 40, rng, s.k, s.v));
   EXPECT_LT(err, 5e-3);
+}
+
+// a lossy codec (kivi 2-bit) through chunks of any size attends exactly as token-by-token
+// decoding: each query sees codes below CodedTokens(q + 1) and fp16 from there on, never the
+// codes of its recent neighbours (which would happen if a 300-token chunk flushed them first).
+// with a sink, the first page stays fp16 for good.
+void CheckChunkedEqualsTokenByToken(int sink_tokens) {
+  const int len = 420;
+  TestSeq a = MakeSeq(len, 11, {}, 0);
+  TestSeq b = MakeSeq(len, 11, {}, 1);
+  std::vector<int32_t> blocks(len / 32 + 1);
+  for (size_t i = 0; i < blocks.size(); ++i) blocks[i] = static_cast<int32_t>(i);
+  std::vector<int32_t> blocks_b(blocks.rbegin(), blocks.rend());
+  for (TestSeq* t : {&a, &b}) t->ref.num_blocks = static_cast<int>(blocks.size());
+  a.ref.block_table = blocks.data();
+  b.ref.block_table = blocks_b.data();
+  const int pages = static_cast<int>(blocks.size());
+  auto chunked = MakePagedKvCache(MakeKiviCodec(kShape, 2), pages, 2, sink_tokens);
+  auto stepped = MakePagedKvCache(MakeKiviCodec(kShape, 2), pages, 2, sink_tokens);
+  const int row = kShape.num_kv_heads * kShape.head_dim;
+  // memory: per layer a ring of 128 + 32 tokens and the sink, k and v, fp16.
+  EXPECT_EQ(chunked->spec().sink_tokens, sink_tokens);
+  EXPECT_EQ(chunked->spec().slot_bytes,
+            size_t(kShape.num_layers) * 2 * (160 + sink_tokens) * row * sizeof(uint16_t));
+  const int qrow = kShape.num_heads * kShape.head_dim;
+  std::mt19937_64 rng(5);
+  const std::vector<float> q = Random(size_t(len) * qrow, rng);
+  std::vector<float> out_chunked(q.size()), out_stepped(q.size());
+  // chunks 300 + 120 in `chunked`; 420 single steps in `stepped`.
+  for (auto [from, n] : {std::pair{0, 300}, std::pair{300, 120}}) {
+    a.ref.num_cached = from;
+    for (int l = 0; l < kShape.num_layers; ++l) {
+      chunked->Append(l, a.ref, n, nullptr, a.k.data() + size_t(from) * row,
+                      a.v.data() + size_t(from) * row);
+      chunked->Attend(l, a.ref, n, q.data() + size_t(from) * qrow,
+                      out_chunked.data() + size_t(from) * qrow);
+    }
+  }
+  for (int t = 0; t < len; ++t) {
+    b.ref.num_cached = t;
+    for (int l = 0; l < kShape.num_layers; ++l) {
+      stepped->Append(l, b.ref, 1, nullptr, b.k.data() + size_t(t) * row,
+                      b.v.data() + size_t(t) * row);
+      stepped->Attend(l, b.ref, 1, q.data() + size_t(t) * qrow,
+                      out_stepped.data() + size_t(t) * qrow);
+    }
+  }
+  double worst = 0;
+  for (size_t i = 0; i < q.size(); ++i) {
+    worst = std::max(worst, double(std::abs(out_chunked[i] - out_stepped[i])));
+  }
+  EXPECT_LT(worst, 1e-6);
+  // the last layer's last query against float64 attention over the fp16 sink, the decoded
+  // pages after it and the fp16 ring; attention over fp16 everywhere differs (codes matter).
+  const int layer = kShape.num_layers - 1, last = len - 1;
+  const int coded = CodedTokens(chunked->spec(), len);
+  std::vector<float> k_ref = RoundHalf(a.k), v_ref = RoundHalf(a.v);
+  const std::vector<float> k_fp16 = k_ref, v_fp16 = v_ref;
+  std::vector<float> k_dec(size_t(32) * row), v_dec(k_dec.size());
+  auto kivi = MakeKiviCodec(kShape, 2);
+  for (int p = sink_tokens / 32; p < coded / 32; ++p) {
+    kivi->DecodePage(layer, p * 32, chunked->page_slice(blocks[p], layer), k_dec.data(),
+                     v_dec.data());
+    std::copy(k_dec.begin(), k_dec.end(), k_ref.begin() + size_t(p) * 32 * row);
+    std::copy(v_dec.begin(), v_dec.end(), v_ref.begin() + size_t(p) * 32 * row);
+  }
+  const float* q_last = q.data() + size_t(last) * qrow;
+  const float* got = out_chunked.data() + size_t(last) * qrow;
+  std::vector<double> want = NaiveAttention(kShape, q_last, k_ref, v_ref, last);
+  std::vector<double> fp16 = NaiveAttention(kShape, q_last, k_fp16, v_fp16, last);
+  double err = 0, diff = 0;
+  for (int j = 0; j < qrow; ++j) {
+    err = std::max(err, std::abs(want[j] - got[j]));
+    diff = std::max(diff, std::abs(fp16[j] - got[j]));
+  }
+  EXPECT_LT(err, 1e-4) << "sink " << sink_tokens;
+  EXPECT_GT(diff, 1e-3) << "sink " << sink_tokens;
+}
+
+TEST(PagedKvCacheTest, ChunkedPrefillOfLossyCodecEqualsTokenByToken) {
+  CheckChunkedEqualsTokenByToken(0);
+  CheckChunkedEqualsTokenByToken(32);
 }
 
 }  // namespace

@@ -154,21 +154,22 @@ PagedCheck CheckPagedDecode(std::unique_ptr<KvCodec> codec, int n, int chunk, ui
       if (!last) continue;  // only the last chunk's queries are checked
       out.assign(static_cast<size_t>(step) * qrow, 0.0f);
       cache->Attend(l, seq, step, q.data() + static_cast<size_t>(done) * qrow, out.data());
-      // reference keys/values: decoded pages for coded tokens, fp16-rounded inputs for the rest.
-      const int coded = CodedTokens(cache->spec(), n);
+      // reference keys/values for the query at pos: decoded pages below CodedTokens(pos + 1),
+      // fp16-rounded inputs from there on (what token-by-token decoding would see).
       const int P = cache->spec().page_tokens;
       std::vector<float> rk(static_cast<size_t>(n) * row), rv(rk.size());
-      for (int j = 0; j < coded / P; ++j) {
-        raw_codec->DecodePage(l, j * P, cache->page_slice(table[j], l),
-                              rk.data() + static_cast<size_t>(j) * P * row,
-                              rv.data() + static_cast<size_t>(j) * P * row);
-      }
-      for (size_t i = static_cast<size_t>(coded) * row; i < rk.size(); ++i) {
+      for (size_t i = 0; i < rk.size(); ++i) {
         rk[i] = RoundHalf(ks[l][i]);
         rv[i] = RoundHalf(vs[l][i]);
       }
+      int decoded = 0;  // tokens of rk/rv replaced by decoded pages so far
       for (int i = 0; i < step; ++i) {
         const int pos = done + i;
+        for (; decoded < CodedTokens(cache->spec(), pos + 1); decoded += P) {
+          raw_codec->DecodePage(l, decoded, cache->page_slice(table[decoded / P], l),
+                                rk.data() + static_cast<size_t>(decoded) * row,
+                                rv.data() + static_cast<size_t>(decoded) * row);
+        }
         const float* qi = q.data() + static_cast<size_t>(pos) * qrow;
         const float* oi = out.data() + static_cast<size_t>(i) * qrow;
         auto ref = ReferenceAttention(s, qi, rk.data(), rv.data(), pos + 1);

@@ -31,12 +31,14 @@ constexpr char kUsage[] =
     "         [--windows N] [--chunk N] [--baseline-ppl X | --no-baseline]\n"
     "         [--passkey-lengths 1024,2048 | --no-passkey] [--passkey-depths 0.1,0.5,0.9]\n"
     "         [--passkey-only]\n"
-    "         [--error-tokens N] [--threads N] [--json]\n";
+    "         [--error-tokens N] [--sink-tokens N (default 32; 0: code the first page too)]\n"
+    "         [--threads N] [--json]\n";
 
 struct EvalFlags {
   std::string model = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
   std::string text, codec, codebooks;
   int ctx = 2048, windows = 2, chunk = 512, threads = 0, error_tokens = 1024;
+  int sink_tokens = 32;  // oldest tokens kept fp16, as `vqserve serve` does by default
   std::optional<double> baseline_ppl;
   bool baseline = true, passkey = true, json = false;
   bool passkey_only = false;  // skip perplexity and errors
@@ -62,7 +64,7 @@ bool ParseFlags(int argc, char** argv, EvalFlags* f) {
                (a == "--model" || a == "--text" || a == "--codec" || a == "--codebooks" ||
                 a == "--ctx" || a == "--windows" || a == "--chunk" || a == "--threads" ||
                 a == "--baseline-ppl" || a == "--passkey-lengths" || a == "--passkey-depths" ||
-                a == "--error-tokens")) {
+                a == "--error-tokens" || a == "--sink-tokens")) {
       const std::string v = argv[++i];
       if (a == "--model") f->model = v;
       if (a == "--text") f->text = v;
@@ -73,6 +75,7 @@ bool ParseFlags(int argc, char** argv, EvalFlags* f) {
       if (a == "--chunk") f->chunk = std::atoi(v.c_str());
       if (a == "--threads") f->threads = std::atoi(v.c_str());
       if (a == "--error-tokens") f->error_tokens = std::atoi(v.c_str());
+      if (a == "--sink-tokens") f->sink_tokens = std::atoi(v.c_str());
       if (a == "--baseline-ppl") f->baseline_ppl = std::strtod(v.c_str(), nullptr);
       if (a == "--passkey-lengths") {
         f->passkey_lengths.clear();
@@ -155,11 +158,13 @@ int RunEval(int argc, char** argv) {
   double base = flags.baseline_ppl.value_or(0), dppl = 0;
   CodecErrors err;
   if (!flags.passkey_only) {
-    ppl = WindowPerplexity(model, codec, ids, flags.ctx, flags.windows, flags.chunk);
+    ppl = WindowPerplexity(model, codec, ids, flags.ctx, flags.windows, flags.chunk,
+                           flags.sink_tokens);
     std::fprintf(stderr, "eval: %s perplexity %.4f over %lld predictions (%.1fs)\n", flags.codec.c_str(),
                  ppl.perplexity(), static_cast<long long>(ppl.predictions), seconds());
     if (!flags.baseline_ppl && flags.baseline) {
-      base = WindowPerplexity(model, fp16, ids, flags.ctx, flags.windows, flags.chunk).perplexity();
+      base = WindowPerplexity(model, fp16, ids, flags.ctx, flags.windows, flags.chunk, 0)
+                 .perplexity();
       std::fprintf(stderr, "eval: fp16 perplexity %.4f (%.1fs)\n", base, seconds());
     }
     dppl = base > 0 ? 100.0 * (ppl.perplexity() - base) / base : 0.0;
@@ -190,12 +195,16 @@ int RunEval(int argc, char** argv) {
 
   std::vector<PasskeyTrial> trials;
   if (flags.passkey || flags.passkey_only) {
-    trials = RunPasskey(model, codec, flags.passkey_lengths, flags.passkey_depths, 20261129);
+    trials = RunPasskey(model, codec, flags.passkey_lengths, flags.passkey_depths, 20261129,
+                        flags.sink_tokens);
   }
   int correct = 0;
   for (const auto& t : trials) correct += t.correct;
   const double passkey_acc = trials.empty() ? 0.0 : double(correct) / trials.size();
 
+  // what PagedKvCache keeps as the fp16 sink (nothing for codecs without a residual window).
+  const int sink = c.residual_tokens() > 0 ? flags.sink_tokens / c.page_tokens() * c.page_tokens()
+                                           : 0;
   if (flags.json) {
     std::string tj;  // the trials as a json array body
     for (const auto& t : trials) {
@@ -215,17 +224,19 @@ int RunEval(int argc, char** argv) {
         "\"perplexity\":%.6f,\"fp16_perplexity\":%.6f,\"delta_ppl_pct\":%.4f,"
         "\"bytes_per_token\":%.2f,\"fp16_bytes_per_token\":%.2f,\"compression\":%.3f,"
         "\"bits_per_element\":%.4f,\"fixed_bytes\":%zu,\"residual_tokens\":%d,"
+        "\"sink_tokens\":%d,"
         "\"k_rel_error\":%.6f,\"v_rel_error\":%.6f,\"attn_rel_error\":%.6f,"
         "\"passkey_accuracy\":%.4f,\"passkey\":[%s],\"seconds\":%.1f}\n",
         flags.codec, flags.codebooks, flags.ctx, flags.windows, static_cast<long long>(ppl.predictions),
         ppl.perplexity(), base, dppl, bpt, fp16_bpt, fp16_bpt / bpt, bits_per_element, c.FixedBytes(),
-        c.residual_tokens(), err.k_rel, err.v_rel, err.attn_rel, passkey_acc, tj, seconds());
+        c.residual_tokens(), sink, err.k_rel, err.v_rel, err.attn_rel, passkey_acc, tj, seconds());
   } else {
     absl::PrintF("codec %s\nperplexity %.4f (fp16 %.4f, delta %+.2f%%) over %d windows of %d tokens\n",
                 flags.codec.c_str(), ppl.perplexity(), base, dppl, flags.windows, flags.ctx);
     std::printf("kv bytes/token %.1f (fp16 %.0f), compression %.2fx, %.3f bits/element, "
-                "residual %d fp16 tokens, codebooks %zu bytes\n",
-                bpt, fp16_bpt, fp16_bpt / bpt, bits_per_element, c.residual_tokens(), c.FixedBytes());
+                "residual %d and sink %d fp16 tokens, codebooks %zu bytes\n",
+                bpt, fp16_bpt, fp16_bpt / bpt, bits_per_element, c.residual_tokens(), sink,
+                c.FixedBytes());
     std::printf("reconstruction error k %.4f v %.4f, attention output error %.4f\n", err.k_rel,
                 err.v_rel, err.attn_rel);
     for (const auto& t : trials) {

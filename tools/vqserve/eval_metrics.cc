@@ -21,13 +21,13 @@ struct OneSeqCache {
   std::unique_ptr<PagedKvCache> cache;
   std::vector<int32_t> table;
 };
-OneSeqCache MakeCache(std::unique_ptr<KvCodec> codec, int tokens) {
+OneSeqCache MakeCache(std::unique_ptr<KvCodec> codec, int tokens, int sink_tokens) {
   KvCacheSpec probe;
   probe.page_tokens = codec->page_tokens();
   probe.residual_tokens = codec->residual_tokens();
   const int pages = PagesForTokens(probe, tokens) + 1;
   OneSeqCache c;
-  c.cache = MakePagedKvCache(std::move(codec), pages, 1);
+  c.cache = MakePagedKvCache(std::move(codec), pages, 1, sink_tokens);
   c.table.resize(pages);
   for (int i = 0; i < pages; ++i) c.table[i] = i;
   return c;
@@ -55,7 +55,7 @@ int ArgMax(const float* x, int n) { return static_cast<int>(std::max_element(x, 
 
 PerplexityResult WindowPerplexity(LlamaModel& model, const CodecFactory& codec,
                                   const std::vector<int32_t>& ids, int ctx, int windows,
-                                  int chunk) {
+                                  int chunk, int sink_tokens) {
   PerplexityResult r;
   const int vocab = model.config().vocab_size;
   std::vector<float> logits;
@@ -65,7 +65,7 @@ PerplexityResult WindowPerplexity(LlamaModel& model, const CodecFactory& codec,
     std::vector<int32_t> win;
     win.push_back(model.tokenizer().bos_id());
     win.insert(win.end(), ids.begin() + begin, ids.begin() + begin + ctx - 1);
-    OneSeqCache c = MakeCache(codec(), ctx);
+    OneSeqCache c = MakeCache(codec(), ctx, sink_tokens);
     for (int start = 0; start < ctx; start += chunk) {
       const int n = std::min(chunk, ctx - start);
       Feed(model, c, win, start, n, true, &logits);
@@ -183,7 +183,8 @@ CodecErrors MeasureCodecErrors(const KvCodec& codec, const CalibrationRecorder& 
 
 std::vector<PasskeyTrial> RunPasskey(LlamaModel& model, const CodecFactory& codec,
                                      const std::vector<int>& lengths,
-                                     const std::vector<double>& depths, uint64_t seed) {
+                                     const std::vector<double>& depths, uint64_t seed,
+                                     int sink_tokens) {
   const Tokenizer& tok = model.tokenizer();
   const std::string intro =
       "There is a pass key hidden inside a lot of irrelevant text. Find it and remember it. "
@@ -215,7 +216,7 @@ std::vector<PasskeyTrial> RunPasskey(LlamaModel& model, const CodecFactory& code
       text += question;
       std::vector<int32_t> ids = tok.Encode(text, true, false);
       const int n = static_cast<int>(ids.size());
-      OneSeqCache c = MakeCache(codec(), n + 16);
+      OneSeqCache c = MakeCache(codec(), n + 16, sink_tokens);
       for (int start = 0; start < n; start += 512) {
         Feed(model, c, ids, start, std::min(512, n - start), false, &logits);
       }

@@ -23,9 +23,10 @@ struct PerplexityResult {
 };
 // perplexity of the model over `windows` windows of `ctx` tokens of ids (bos + ctx-1 text
 // tokens each), the kv cache in the codec for the whole window; fed in chunks of `chunk`.
+// sink_tokens: oldest tokens kept fp16 (PagedKvCache's attention sink).
 PerplexityResult WindowPerplexity(LlamaModel& model, const CodecFactory& codec,
                                   const std::vector<int32_t>& ids, int ctx, int windows,
-                                  int chunk);
+                                  int chunk, int sink_tokens);
 
 struct CodecErrors {
   double k_rel = 0;     // ||K - decode(encode(K))|| / ||K|| over all layers
@@ -47,7 +48,8 @@ struct PasskeyTrial {
 // greedy answer (8 tokens) contains it.
 std::vector<PasskeyTrial> RunPasskey(LlamaModel& model, const CodecFactory& codec,
                                      const std::vector<int>& lengths,
-                                     const std::vector<double>& depths, uint64_t seed);
+                                     const std::vector<double>& depths, uint64_t seed,
+                                     int sink_tokens);
 
 }  // namespace vqserve::cli
 
