@@ -3,9 +3,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/codec_factory.h"
 #include "runtime/fp16_codec.h"
 
 #if VQSERVE_WITH_CUDA
@@ -14,11 +17,39 @@
 
 namespace vqserve {
 
+namespace {
+constexpr char kCudaCodecs[] =
+    "fp16, vecinfer-k4v4, vecinfer-k2v2, vecinfer-k2v1, vecinfer-k1v1 (with any of the "
+    "-nosmooth, -nohadamard, -perhead suffixes)";
+}  // namespace
+
+absl::Status CudaKvCodecSupported(const std::string& name, int head_dim) {
+  if (head_dim != 0 && head_dim != 64 && head_dim != 128) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the cuda runtime needs head_dim 64 or 128, the model has ", head_dim));
+  }
+  if (name == "fp16") return absl::OkStatus();
+  bool ok = false;
+  if (absl::StartsWith(name, "vecinfer-")) {
+    absl::StatusOr<VecInferOptions> o = VecInferOptionsForName(name);
+    absl::StatusOr<PqSpec> k = o.ok() ? PqSpecForBits(o->k_bits) : o.status();
+    absl::StatusOr<PqSpec> v = o.ok() ? PqSpecForBits(o->v_bits) : o.status();
+    if (k.ok() && v.ok() && k->code_bits == 8 && v->code_bits == 8) {
+      const int dk = k->sub_dim, dv = v->sub_dim;
+      ok = (dk == dv) || (dk == 4 && dv == 8);
+    }
+  }
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("kv codec '", name, "' cannot be held by the "
+                                                 "cuda runtime, which holds ", kCudaCodecs));
+}
+
 #if VQSERVE_WITH_CUDA
 
 CudaKvCache::~CudaKvCache() {
   if (pages_ != nullptr) cudaFree(pages_);
   if (rings_ != nullptr) cudaFree(rings_);
+  if (constants_ != nullptr) cudaFree(constants_);
 }
 
 void CudaKvCache::Append(int, const KvSeqRef&, int, const float*, const float*, const float*) {
@@ -34,6 +65,23 @@ void CudaKvCache::Attend(int, const KvSeqRef&, int, const float*, float*) {
 uint16_t* CudaKvCache::ring(int layer, int which) const {
   const int64_t array = ring_slot_stride_ / 2;
   return rings_ + ring_slot_stride_ * (static_cast<int64_t>(layer) * num_slots_) + array * which;
+}
+
+absl::Status CudaKvCache::Allocate() {
+  const size_t page_total = spec_.page_bytes * static_cast<size_t>(num_pages_);
+  const size_t ring_total = spec_.slot_bytes * static_cast<size_t>(num_slots_);
+  void* p = nullptr;
+  if (cudaError_t e = cudaMalloc(&p, page_total > 0 ? page_total : 1); e != cudaSuccess) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cuda kv cache: ", page_total, " bytes of pages: ", cudaGetErrorString(e)));
+  }
+  pages_ = static_cast<uint8_t*>(p);
+  if (cudaError_t e = cudaMalloc(&p, ring_total > 0 ? ring_total : 1); e != cudaSuccess) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cuda kv cache: ", ring_total, " bytes of rings: ", cudaGetErrorString(e)));
+  }
+  rings_ = static_cast<uint16_t*>(p);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKvCache(const KvShape& shape, int num_pages,
@@ -54,19 +102,57 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKvCache(const KvShape& shap
   c->spec_.slot_bytes = c->ring_slot_stride_ * sizeof(uint16_t) * shape.num_layers;
   c->spec_.fixed_bytes = 0;
   c->spec_.bytes_per_token = static_cast<double>(c->spec_.page_bytes) / c->spec_.page_tokens;
-  const size_t page_total = c->spec_.page_bytes * static_cast<size_t>(num_pages);
-  const size_t ring_total = c->spec_.slot_bytes * static_cast<size_t>(num_slots);
+  if (absl::Status st = c->Allocate(); !st.ok()) return st;
+  return c;
+}
+
+absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
+    std::shared_ptr<const VecInferCodebooks> cb, int num_pages, int num_slots) {
+  const KvShape& shape = cb->shape;
+  const std::string name = VecInferCodecName(cb->options);
+  if (absl::Status st = CudaKvCodecSupported(name, shape.head_dim); !st.ok()) return st;
+  std::unique_ptr<KvCodec> codec = MakeVecInferCodec(cb);
+  const PqSpec k = *PqSpecForBits(cb->options.k_bits), v = *PqSpecForBits(cb->options.v_bits);
+  std::unique_ptr<CudaKvCache> c(new CudaKvCache());
+  c->format_ = CudaKvFormat::kVecInfer;
+  c->shape_ = shape;
+  c->num_pages_ = num_pages;
+  c->num_slots_ = num_slots;
+  c->spec_.codec = name;
+  c->spec_.page_tokens = codec->page_tokens();
+  c->spec_.residual_tokens = codec->residual_tokens();
+  c->spec_.needs_pre_rope_keys = false;
+  c->ring_tokens_ = c->spec_.residual_tokens + c->spec_.page_tokens;
+  c->layer_page_bytes_ = codec->LayerPageBytes();
+  c->ring_slot_stride_ = int64_t{2} * c->ring_tokens_ * shape.num_kv_heads * shape.head_dim;
+  c->spec_.page_bytes = c->layer_page_bytes_ * shape.num_layers;
+  c->spec_.slot_bytes = c->ring_slot_stride_ * sizeof(uint16_t) * shape.num_layers;
+  c->spec_.fixed_bytes = codec->FixedBytes();
+  c->spec_.bytes_per_token = static_cast<double>(c->spec_.page_bytes) / c->spec_.page_tokens;
+  if (c->spec_.page_tokens != 32) return absl::InternalError("cuda vecinfer cache: pages of 32");
+  if (absl::Status st = c->Allocate(); !st.ok()) return st;
+  // constants: lambda, k centroids, v centroids, back to back.
+  std::vector<float> all(cb->lambda);
+  all.insert(all.end(), cb->k_centroids.begin(), cb->k_centroids.end());
+  all.insert(all.end(), cb->v_centroids.begin(), cb->v_centroids.end());
   void* p = nullptr;
-  if (cudaError_t e = cudaMalloc(&p, page_total > 0 ? page_total : 1); e != cudaSuccess) {
+  if (cudaError_t e = cudaMalloc(&p, all.size() * sizeof(float)); e != cudaSuccess) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("cuda kv cache: ", page_total, " bytes of pages: ", cudaGetErrorString(e)));
+        absl::StrCat("cuda kv cache: codebooks: ", cudaGetErrorString(e)));
   }
-  c->pages_ = static_cast<uint8_t*>(p);
-  if (cudaError_t e = cudaMalloc(&p, ring_total > 0 ? ring_total : 1); e != cudaSuccess) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("cuda kv cache: ", ring_total, " bytes of rings: ", cudaGetErrorString(e)));
+  c->constants_ = static_cast<float*>(p);
+  if (cudaError_t e = cudaMemcpy(p, all.data(), all.size() * sizeof(float), cudaMemcpyHostToDevice);
+      e != cudaSuccess) {
+    return absl::InternalError(absl::StrCat("cuda kv cache: codebook upload: ", cudaGetErrorString(e)));
   }
-  c->rings_ = static_cast<uint16_t*>(p);
+  CudaVecInferConstants& vc = c->vecinfer_;
+  vc.lambda = c->constants_;
+  vc.k_centroids = vc.lambda + cb->lambda.size();
+  vc.v_centroids = vc.k_centroids + cb->k_centroids.size();
+  vc.k_sub_dim = k.sub_dim;
+  vc.v_sub_dim = v.sub_dim;
+  vc.per_head = cb->options.per_head;
+  vc.hadamard = cb->options.hadamard;
   return c;
 }
 
@@ -83,7 +169,27 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKvCache(const KvShape&, int
   return absl::UnimplementedError(
       "this vqserve was built without the cuda backend (nvcc was not found at configure time)");
 }
+absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
+    std::shared_ptr<const VecInferCodebooks>, int, int) {
+  return MakeCudaKvCache(KvShape(), 0, 0);
+}
 
 #endif
+
+absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKvCacheForCodec(
+    const std::string& name, const KvShape& shape, const CodebookFile* codebooks, int num_pages,
+    int num_slots) {
+  if (absl::Status st = CudaKvCodecSupported(name, shape.head_dim); !st.ok()) return st;
+  if (name == "fp16") return MakeCudaKvCache(shape, num_pages, num_slots);
+  // the cpu factory checks the artifact against the name and shape with its own messages.
+  absl::StatusOr<std::unique_ptr<KvCodec>> check = MakeCodec(name, shape, codebooks);
+  if (!check.ok()) return check.status();
+  absl::StatusOr<VecInferOptions> opts = VecInferOptionsForName(name);
+  if (!opts.ok()) return opts.status();
+  absl::StatusOr<VecInferCodebooks> cb = VecInferCodebooks::FromBlobs(shape, *opts, codebooks->blobs);
+  if (!cb.ok()) return cb.status();
+  return MakeCudaVecInferKvCache(std::make_shared<const VecInferCodebooks>(std::move(*cb)),
+                                 num_pages, num_slots);
+}
 
 }  // namespace vqserve

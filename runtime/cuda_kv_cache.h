@@ -1,19 +1,36 @@
 #ifndef VQSERVE_RUNTIME_CUDA_KV_CACHE_H_
 #define VQSERVE_RUNTIME_CUDA_KV_CACHE_H_
 
-// the kv cache of the cuda model: fp16 pages ("fp16" of docs/kv_formats.md) and fp16 residual
-// rings in device memory, with the same spec, flush policy and page metadata as a PagedKvCache
-// over the fp16 codec. the cuda model appends and attends on the device itself; the host
-// Append / Attend of KvCache are not offered (they abort).
+// the kv cache of the cuda model: pages ("fp16", or "vecinfer-kXvY" with 8-bit codes, of
+// docs/kv_formats.md) and fp16 residual rings in device memory, with the same spec, flush policy
+// and page metadata as a PagedKvCache over the same codec. the cuda model appends and attends on
+// the device itself; the host Append / Attend of KvCache are not offered (they abort).
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
+#include "runtime/codebook_file.h"
 #include "runtime/kv_cache.h"
+#include "runtime/vecinfer_codec.h"
 
 namespace vqserve {
+
+enum class CudaKvFormat { kFp16, kVecInfer };
+
+// a vecinfer cache's constants in device memory, all layers, laid out as VecInferCodebooks:
+// lambda (layers, H, D); k_centroids (layers, g, D / k_sub_dim, 256, k_sub_dim); v likewise.
+struct CudaVecInferConstants {
+  const float* lambda = nullptr;
+  const float* k_centroids = nullptr;
+  const float* v_centroids = nullptr;
+  int k_sub_dim = 4;
+  int v_sub_dim = 4;
+  bool per_head = false;  // g = num_kv_heads, else 1
+  bool hadamard = true;
+};
 
 class CudaKvCache : public KvCache {
  public:
@@ -38,10 +55,21 @@ class CudaKvCache : public KvCache {
   uint16_t* ring(int layer, int which) const;
   int64_t ring_slot_stride() const { return ring_slot_stride_; }
   int ring_tokens() const { return ring_tokens_; }
+  CudaKvFormat format() const { return format_; }
+  // vecinfer only.
+  const CudaVecInferConstants& vecinfer() const { return vecinfer_; }
 
  private:
   friend absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKvCache(const KvShape&, int, int);
+  friend absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
+      std::shared_ptr<const VecInferCodebooks>, int, int);
   CudaKvCache() = default;
+  // allocates pages and rings for spec_ (page_bytes, slot_bytes) and the counts.
+  absl::Status Allocate();
+
+  CudaKvFormat format_ = CudaKvFormat::kFp16;
+  CudaVecInferConstants vecinfer_;
+  float* constants_ = nullptr;  // device: lambda, k then v centroids
 
   KvShape shape_;
   KvCacheSpec spec_;
@@ -58,6 +86,21 @@ class CudaKvCache : public KvCache {
 // an error when this build has no cuda backend or the device memory runs out.
 absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKvCache(const KvShape& shape, int num_pages,
                                                             int num_slots);
+
+// a vecinfer cache over `codebooks` (8-bit codes: 4, 2 or 1 bits per element; key / value
+// sub-vectors (2,2), (4,4), (8,8) or (4,8), as the fused decode kernel takes them).
+absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
+    std::shared_ptr<const VecInferCodebooks> codebooks, int num_pages, int num_slots);
+
+// ok when the cuda runtime can hold codec `name` ("fp16" and the vecinfer widths above) for kv
+// heads of `head_dim` (64 or 128; 0: not checked); else one line saying which codecs it holds.
+// needs no device.
+absl::Status CudaKvCodecSupported(const std::string& name, int head_dim = 0);
+
+// the cache of codec `name` for `shape` (codebooks: the artifact calibrated for it, or null).
+absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKvCacheForCodec(
+    const std::string& name, const KvShape& shape, const CodebookFile* codebooks, int num_pages,
+    int num_slots);
 
 }  // namespace vqserve
 

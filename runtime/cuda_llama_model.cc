@@ -24,6 +24,7 @@
 #include "kernels/cuda/prefill_attention.h"
 #include "runtime/cuda_device_array.h"
 #include "runtime/cuda_kv_cache.h"
+#include "runtime/cuda_vecinfer_step.h"
 #include "runtime/gguf_file.h"
 #include "runtime/llama_weights.h"
 #endif
@@ -79,6 +80,8 @@ class CudaLlamaModel : public LlamaModel {
   std::unique_ptr<Tokenizer> tokenizer_;
 
  private:
+  // Forward of a batch whose sequences with new tokens all use one cache.
+  void ForwardOneCache(std::span<const ForwardSeq> batch, std::vector<float>* logits);
   // y (n, rows) fp32 (+)= x (n, cols) fp16 · w (rows, cols) fp16ᵀ, fp32 accumulation.
   void Gemm(const __half* x, const __half* w, float* y, int n, int cols, int rows,
             bool accumulate);
@@ -95,6 +98,7 @@ class CudaLlamaModel : public LlamaModel {
   DeviceArray<int32_t> meta_;
   DeviceArray<float> x_, qkv_, att_, gu_, logits_, workspace_;
   DeviceArray<__half> xn_, att16_, h_;
+  CudaVecInferStep vecinfer_;
 };
 
 absl::Status CudaLlamaModel::Load(const GgufFile& file) {
@@ -163,6 +167,51 @@ void CudaLlamaModel::Gemm(const __half* x, const __half* w, float* y, int n, int
 }
 
 void CudaLlamaModel::Forward(std::span<const ForwardSeq> batch, std::vector<float>* logits) {
+  // sequences of several caches (one pool per codec) run as one sub-step per cache; the logit
+  // rows stay in batch order.
+  std::vector<const KvCache*> caches;
+  for (const ForwardSeq& s : batch) {
+    if (!s.tokens.empty() && std::find(caches.begin(), caches.end(), s.cache) == caches.end()) {
+      caches.push_back(s.cache);
+    }
+  }
+  if (caches.size() <= 1) return ForwardOneCache(batch, logits);
+  const size_t vocab = config_.vocab_size;
+  std::vector<size_t> first_row(batch.size());
+  size_t rows = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const ForwardSeq& s = batch[i];
+    first_row[i] = rows;
+    if (!s.tokens.empty()) rows += s.want_all_logits ? s.tokens.size() : s.want_logits ? 1 : 0;
+  }
+  const size_t base = logits->size();
+  logits->resize(base + rows * vocab);
+  std::vector<ForwardSeq> sub;
+  std::vector<size_t> which;
+  std::vector<float> part;
+  for (const KvCache* cache : caches) {
+    sub.clear();
+    which.clear();
+    part.clear();
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (batch[i].tokens.empty() || batch[i].cache != cache) continue;
+      sub.push_back(batch[i]);
+      which.push_back(i);
+    }
+    ForwardOneCache(sub, &part);
+    size_t at = 0;
+    for (size_t i : which) {
+      const size_t next = i + 1 < batch.size() ? first_row[i + 1] : rows;
+      const size_t count = (next - first_row[i]) * vocab;
+      std::copy(part.begin() + at, part.begin() + at + count,
+                logits->begin() + base + first_row[i] * vocab);
+      at += count;
+    }
+  }
+}
+
+void CudaLlamaModel::ForwardOneCache(std::span<const ForwardSeq> batch,
+                                     std::vector<float>* logits) {
   const ModelConfig& c = config_;
   const int hid = c.hidden_size, hd = c.head_dim, nh = c.num_heads, nkv = c.num_kv_heads;
   const int qd = nh * hd, kvd = nkv * hd, ffn = c.ffn_size, qkvd = qd + 2 * kvd;
@@ -186,7 +235,7 @@ void CudaLlamaModel::Forward(std::span<const ForwardSeq> batch, std::vector<floa
   const int b_count = static_cast<int>(seqs.size());
   const KvCacheSpec& spec = cache->spec();
   std::vector<int32_t> ids, tok_seq, tok_pos, rows;
-  std::vector<int32_t> slots(b_count), cached(b_count), before(b_count), after(b_count),
+  std::vector<int32_t> num_new(b_count), slots(b_count), cached(b_count), before(b_count), after(b_count),
       ring_lens(b_count), tables(static_cast<size_t>(b_count) * stride, 0);
   bool all_single = true;
   int max_flush = 0, max_coded = 0;
@@ -209,6 +258,7 @@ void CudaLlamaModel::Forward(std::span<const ForwardSeq> batch, std::vector<floa
         tables[static_cast<size_t>(j) * stride + i] = s.kv.block_table[i];
       }
     }
+    num_new[j] = m;
     slots[j] = s.kv.slot;
     cached[j] = s.kv.num_cached;
     before[j] = CodedTokens(spec, s.kv.num_cached);
@@ -225,6 +275,8 @@ void CudaLlamaModel::Forward(std::span<const ForwardSeq> batch, std::vector<floa
     meta.insert(meta.end(), v->begin(), v->end());
   }
   meta_.UploadAsync(meta, stream_);
+  const bool vecinfer = cache->format() == CudaKvFormat::kVecInfer;
+  if (vecinfer) vecinfer_.Plan(*cache, cached, num_new, tables, stride, stream_);
   const int32_t* d = meta_.data();
   const int32_t *d_ids = d, *d_seq = d + n, *d_pos = d + 2 * n;
   const int32_t *d_slots = d + 3 * n, *d_cached = d_slots + b_count, *d_before = d_cached + b_count,
@@ -307,18 +359,29 @@ void CudaLlamaModel::Forward(std::span<const ForwardSeq> batch, std::vector<floa
     Check(cuda::LaunchRope(qkv_.data() + qd, qkvd, n, nkv, hd, rope_half_, d_pos,
                            rope_freqs_.data(), stream_),
           "rope k");
-    Check(cuda::LaunchPagedKvFlush(step, max_flush, stream_), "kv flush");
-    Check(cuda::LaunchPagedKvAppend(step, qkv_.data() + qd, qkv_.data() + qd + kvd, qkvd, stream_),
-          "kv append");
-    if (all_single) {
+    if (vecinfer) {
       dp.layer_offset = step.layer_offset;
       dp.res_k = step.ring_k;
       dp.res_v = step.ring_v;
-      Check(cuda::LaunchDecodeAttention(cuda::KvPageFormat::kFp16, dp, stream_), "decode attention");
+      Check(vecinfer_.Layer(*cache, l, step, qkv_.data(), qkvd, nh, att_.data(), qd, all_single,
+                            dp, stream_),
+            "vecinfer kv");
     } else {
-      Check(cuda::LaunchPrefillAttention(step, qkv_.data(), qkvd, att_.data(), qd, nh, scale,
-                                         stream_),
-            "prefill attention");
+      Check(cuda::LaunchPagedKvFlush(step, max_flush, stream_), "kv flush");
+      Check(cuda::LaunchPagedKvAppend(step, qkv_.data() + qd, qkv_.data() + qd + kvd, qkvd,
+                                      stream_),
+            "kv append");
+      if (all_single) {
+        dp.layer_offset = step.layer_offset;
+        dp.res_k = step.ring_k;
+        dp.res_v = step.ring_v;
+        Check(cuda::LaunchDecodeAttention(cuda::KvPageFormat::kFp16, dp, stream_),
+              "decode attention");
+      } else {
+        Check(cuda::LaunchPrefillAttention(step, qkv_.data(), qkvd, att_.data(), qd, nh, scale,
+                                           stream_),
+              "prefill attention");
+      }
     }
     Check(cuda::LaunchFloatToHalf(att_.data(), att16_.data(), int64_t{n} * qd, stream_), "cast");
     Gemm(att16_.data(), w.wo.data(), x_.data(), n, qd, hid, /*accumulate=*/true);

@@ -1,6 +1,7 @@
 // cuda decode attention against (1) a float64 decode-then-attend of the documented page formats
 // and (2) the cpu codecs themselves (pages written by their EncodePage, cpu AttendPages as the
-// reference). skips itself where there is no cuda device.
+// reference); commvq also on random pages up to 128k tokens against the cpu AttendPages.
+// skips itself where there is no cuda device.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,10 +12,13 @@
 #include <vector>
 
 #if VQSERVE_WITH_CUDA
+#include "bench/cuda/commvq_case.h"
 #include "bench/cuda/device_case.h"
 #include "kernels/cpu/hadamard.h"
 #include "kernels/cuda/decode_attention.h"
 #include "kernels/cuda/vecinfer_encode.h"
+#include "runtime/commvq_codebooks.h"
+#include "runtime/commvq_codec.h"
 #include "runtime/fp16_codec.h"
 #include "runtime/kivi_codec.h"
 #include "runtime/kv_codec.h"
@@ -300,6 +304,160 @@ TEST(CudaVecInferEncodeTest, MatchesCpuEncodePage) {
         }
       }
       EXPECT_LE(mismatches, static_cast<int>(cpu.size() / 100)) << "d=" << d << " sub=" << sub;
+    }
+  }
+}
+
+// commvq-1 / commvq-2 rounds for head_dim d, as CommVqOptionsForName derives them.
+testing::CommVqCaseSpec CommVqSpec(int bits, int d, int group) {
+  KvShape shape{2, 2, 2 * group, d};
+  testing::CommVqCaseSpec s;
+  auto o = CommVqOptionsForName(bits == 1 ? "commvq-1" : "commvq-2", shape);
+  auto o2 = CommVqOptionsForName("commvq-2", shape);
+  EXPECT_TRUE(o.ok() && o2.ok());
+  s.head_dim = d;
+  s.num_kv_heads = 2;
+  s.num_heads = 2 * group;
+  s.key_rounds = o->key_rounds;
+  s.value_rounds = o->value_rounds;
+  s.book_key_rounds = o2->key_rounds;  // commvq-1 runs on the first rounds of commvq-2 books
+  s.book_value_rounds = o2->value_rounds;
+  return s;
+}
+
+// the cpu codec's books holding the case's books at layer c.spec.layer (other layer zero).
+std::shared_ptr<CommVqCodebooks> CaseBooks(const testing::DecodeCase& c, const testing::CommVqCaseSpec& s) {
+  KvShape shape{c.num_layers, s.num_kv_heads, s.num_heads, s.head_dim};
+  auto books = CommVqCodebooks::Create(shape, s.rope_theta, s.book_key_rounds, s.book_value_rounds);
+  EXPECT_TRUE(books.ok());
+  auto out = std::make_shared<CommVqCodebooks>(*std::move(books));
+  for (int h = 0; h < s.num_kv_heads; ++h) {
+    for (int r = 0; r < s.book_key_rounds; ++r) {
+      const float* src = c.k_codebook.data() + (static_cast<size_t>(h) * s.book_key_rounds + r) * out->key_book_floats();
+      std::copy(src, src + out->key_book_floats(), out->mutable_key_book(c.spec.layer, h, r));
+    }
+    for (int r = 0; r < s.book_value_rounds; ++r) {
+      const float* src = c.v_codebook.data() + (static_cast<size_t>(h) * s.book_value_rounds + r) * out->value_book_floats();
+      std::copy(src, src + out->value_book_floats(), out->mutable_value_book(c.spec.layer, h, r));
+    }
+  }
+  return out;
+}
+
+// the cpu commvq codec's AttendPages over the case's pages, then the fp16 ring: (batch, heads, D).
+std::vector<double> CpuCommVqReference(const testing::DecodeCase& c, const testing::CommVqCaseSpec& s) {
+  KvShape shape{c.num_layers, s.num_kv_heads, s.num_heads, s.head_dim};
+  auto codec = MakeCommVqCodec(shape, CaseBooks(c, s), s.key_rounds, s.value_rounds);
+  EXPECT_NE(codec, nullptr);
+  EXPECT_EQ(codec->LayerPageBytes(), c.layer_page_bytes);
+  const int H = s.num_kv_heads, NH = s.num_heads, D = s.head_dim;
+  std::vector<double> out;
+  for (int b = 0; b < c.batch; ++b) {
+    const int coded = c.coded_lens[b], nres = c.res_lens[b];
+    std::vector<const uint8_t*> slices(coded / 32);
+    for (int j = 0; j < coded / 32; ++j) {
+      slices[j] = c.pages.data() + c.block_tables[b * c.block_table_stride + j] * c.page_bytes +
+                  c.spec.layer * c.layer_page_bytes;
+    }
+    std::vector<float> kd(static_cast<size_t>(nres) * H * D), vd(kd.size());
+    for (int t = 0; t < nres; ++t) {
+      for (int e = 0; e < H * D; ++e) {
+        const size_t src = (static_cast<size_t>(c.slots[b]) * c.ring_tokens + (coded + t) % c.ring_tokens) * H * D + e;
+        kd[static_cast<size_t>(t) * H * D + e] = testing::HalfBitsToFloat(c.ring_k[src]);
+        vd[static_cast<size_t>(t) * H * D + e] = testing::HalfBitsToFloat(c.ring_v[src]);
+      }
+    }
+    std::vector<float> m(NH, -std::numeric_limits<float>::infinity()), l(NH, 0.0f), acc(static_cast<size_t>(NH) * D, 0.0f);
+    SoftmaxState state{m.data(), l.data(), acc.data()};
+    const float* q = c.q.data() + static_cast<size_t>(b) * NH * D;
+    if (coded > 0) codec->AttendPages(c.spec.layer, slices.data(), coded, q, coded + nres - 1, &state);
+    if (nres > 0) AttendDense(shape, q, kd.data(), vd.data(), nres, &state);
+    std::vector<float> o(static_cast<size_t>(NH) * D);
+    FinishSoftmax(shape, state, o.data());
+    out.insert(out.end(), o.begin(), o.end());
+  }
+  return out;
+}
+
+// gpu output of a commvq case.
+std::vector<float> RunCommVq(const testing::DecodeCase& c, const testing::CommVqCaseSpec& s, int splits) {
+  testing::DeviceDecodeCase dev(c);
+  testing::SetCommVqParams(s, &dev.params());
+  dev.params().num_splits = splits;
+  dev.PoisonOutput();
+  EXPECT_EQ(cuda::LaunchDecodeAttention(cuda::KvPageFormat::kCommVq, dev.params(), nullptr), "");
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  return dev.Output();
+}
+
+class CudaCommVqTest : public ::testing::TestWithParam<std::tuple<int /*bits*/, int /*head_dim*/, int /*group*/>> {};
+
+// random pages: the gpu against the cpu codec's AttendPages and the float64 reference.
+TEST_P(CudaCommVqTest, MatchesCpuAttendPages) {
+  if (!HaveDevice()) GTEST_SKIP() << "no cuda device on this machine";
+  const auto [bits, head_dim, group] = GetParam();
+  for (int splits : {0, 7}) {
+    testing::CommVqCaseSpec s = CommVqSpec(bits, head_dim, group);
+    s.lens = {1, 31, 33, 161, 1000, 4133};
+    s.seed = 300 + bits * 1000 + head_dim + group + splits;
+    testing::DecodeCase c = testing::MakeCommVqCase(s);
+    const std::vector<float> gpu = RunCommVq(c, s, splits);
+    EXPECT_LE(testing::RelativeError(gpu, CpuCommVqReference(c, s)), 1e-3)
+        << "commvq-" << bits << " D=" << head_dim << " G=" << group << " splits=" << splits;
+    EXPECT_LE(testing::RelativeError(gpu, testing::ReferenceCommVq(c, s)), 1e-3)
+        << "commvq-" << bits << " D=" << head_dim << " G=" << group << " splits=" << splits;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllConfigs, CudaCommVqTest,
+    ::testing::Combine(::testing::Values(1, 2), ::testing::Values(64, 128), ::testing::Values(1, 3, 4, 8)),
+    [](const auto& info) {
+      return "commvq" + std::to_string(std::get<0>(info.param)) + "_d" + std::to_string(std::get<1>(info.param)) +
+             "_g" + std::to_string(std::get<2>(info.param));
+    });
+
+// 128k tokens (not a multiple of the page or tile) against the cpu AttendPages.
+TEST(CudaCommVqLongTest, MatchesCpuAttendPagesAt128k) {
+  if (!HaveDevice()) GTEST_SKIP() << "no cuda device on this machine";
+  for (int bits : {1, 2}) {
+    for (int d : {64, 128}) {
+      testing::CommVqCaseSpec s = CommVqSpec(bits, d, 4);
+      s.lens = {131072 + 77, 5};
+      s.seed = 77 + bits + d;
+      testing::DecodeCase c = testing::MakeCommVqCase(s);
+      EXPECT_LE(testing::RelativeError(RunCommVq(c, s, 0), CpuCommVqReference(c, s)), 1e-3)
+          << "commvq-" << bits << " D=" << d;
+    }
+  }
+}
+
+// pages written by the cpu codec's EncodePage from real keys and values.
+TEST(CudaCommVqEncodedTest, MatchesCpuCodecOnEncodedPages) {
+  if (!HaveDevice()) GTEST_SKIP() << "no cuda device on this machine";
+  for (int bits : {1, 2}) {
+    for (int d : {64, 128}) {
+      testing::CommVqCaseSpec s = CommVqSpec(bits, d, 3);
+      s.lens = {700, 200, 1};
+      s.seed = 5 + bits + d;
+      testing::DecodeCase c = testing::MakeCommVqCase(s);
+      KvShape shape{c.num_layers, s.num_kv_heads, s.num_heads, d};
+      auto codec = MakeCommVqCodec(shape, CaseBooks(c, s), s.key_rounds, s.value_rounds);
+      ASSERT_NE(codec, nullptr);
+      std::mt19937 rng(static_cast<unsigned>(d + bits));
+      std::normal_distribution<float> normal(0.0f, 1.0f);
+      std::vector<float> k(static_cast<size_t>(32) * s.num_kv_heads * d), v(k.size());
+      for (int b = 0; b < c.batch; ++b) {
+        for (int j = 0; j < c.coded_lens[b] / 32; ++j) {
+          for (float& x : k) x = normal(rng);
+          for (float& x : v) x = normal(rng);
+          uint8_t* slice = c.pages.data() + c.block_tables[b * c.block_table_stride + j] * c.page_bytes +
+                           c.spec.layer * c.layer_page_bytes;
+          codec->EncodePage(c.spec.layer, j * 32, k.data(), v.data(), slice);
+        }
+      }
+      EXPECT_LE(testing::RelativeError(RunCommVq(c, s, 0), CpuCommVqReference(c, s)), 1e-3)
+          << "commvq-" << bits << " D=" << d;
     }
   }
 }

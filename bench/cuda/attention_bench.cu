@@ -3,6 +3,7 @@
 // measures the device-to-device copy ceiling. prints csv rows:
 //   kernel,batch,context,time_us,bytes,gbps,pct_of_copy
 // usage: attention_bench [out.csv|-] [kernel batch context]   (the three filter one case)
+// env BENCH_KERNELS=a,b,...: time only these kernels.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -55,7 +56,16 @@ struct Kernel {
   KvPageFormat format;
   int kivi_bits, dk, dv, residual;
   int vecinfer_version = 0;  // 1: the lut kernel (v4) even where the tensor-core kernel applies
+  int cvq_rounds = 0, cvq_value_rounds = 0;  // commvq: key / value rounds
 };
+
+// commvq token scales (fp16 key norms, the first 64 * kv heads bytes of every page): 4 .. 24.
+__global__ void FillCommVqScales(uint8_t* pages, size_t num_pages, size_t page_bytes, int n, uint64_t seed) {
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < num_pages * n; i += size_t{gridDim.x} * blockDim.x) {
+    const float u = (Hash(seed * 0x9e3779b97f4a7c15ull + i) >> 8) * (1.0f / 16777216.0f);
+    reinterpret_cast<__half*>(pages + (i / n) * page_bytes)[i % n] = __float2half(4.0f + 20.0f * u);
+  }
+}
 
 constexpr int kHeads = 32, kKvHeads = 8, kDim = 128, kPage = 32;
 
@@ -68,6 +78,8 @@ size_t LayerPageBytes(const Kernel& k) {
       return 4 * H * D + 4 * H * P * (D / 32) + 2 * H * D * P * k.kivi_bits / 8;
     case KvPageFormat::kVecInfer:
       return H * P * (D / k.dk + D / k.dv);
+    case KvPageFormat::kCommVq:
+      return 2 * H * P + 48 * H * k.cvq_rounds + H * k.cvq_value_rounds * (D / 8) * P;
   }
   return 0;
 }
@@ -119,7 +131,11 @@ int main(int argc, char** argv) {
       {"vecinfer-k2v2-mmakeys", KvPageFormat::kVecInfer, 2, 4, 4, 128, 2},
       {"vecinfer-k1v1", KvPageFormat::kVecInfer, 2, 8, 8, 128},
       {"vecinfer-k2v1", KvPageFormat::kVecInfer, 2, 4, 8, 128},
+      {"commvq-1", KvPageFormat::kCommVq, 2, 4, 4, 128, 0, 11, 1},
+      {"commvq-2", KvPageFormat::kCommVq, 2, 4, 4, 128, 0, 21, 2},
   };
+  const char* only_env = std::getenv("BENCH_KERNELS");
+  const std::string only_list = only_env ? "," + std::string(only_env) + "," : "";
   const int batches[] = {1, 8, 16, 32};
   const int contexts[] = {8192, 32768, 131072};
   cudaEvent_t e0, e1;
@@ -130,6 +146,7 @@ int main(int argc, char** argv) {
     for (int batch : batches) {
       for (int ctx : contexts) {
         if (!only_kernel.empty() && (k.name != only_kernel || batch != only_batch || ctx != only_ctx)) continue;
+        if (!only_list.empty() && only_list.find("," + k.name + ",") == std::string::npos) continue;
         const int coded = ctx - k.residual, res = k.residual;
         const int pages_per_seq = coded / kPage;
         const size_t page_bytes = LayerPageBytes(k);  // one layer per page here
@@ -142,6 +159,10 @@ int main(int argc, char** argv) {
           FillHalves<<<8192, 256>>>(reinterpret_cast<__half*>(pages), pool * copies / 2, 11, -1.7f, 1.7f);
         } else {
           FillBytes<<<8192, 256>>>(pages, pool * copies, 12);
+        }
+        if (k.format == KvPageFormat::kCommVq) {
+          FillCommVqScales<<<4096, 256>>>(pages, static_cast<size_t>(pages_per_seq) * batch * copies, page_bytes,
+                                          kKvHeads * kPage, 19);
         }
         if (k.format == KvPageFormat::kKivi) {
           // min/scale headers: sane fp16 values in every page.
@@ -174,8 +195,11 @@ int main(int argc, char** argv) {
         VQ_CUDA_CHECK(cudaMalloc(&qt, size_t{4} * batch * kHeads * kDim));
         VQ_CUDA_CHECK(cudaMalloc(&out, size_t{4} * batch * kHeads * kDim));
         VQ_CUDA_CHECK(cudaMalloc(&ws, 4 * vqserve::cuda::DecodeWorkspaceFloats(batch, kHeads, kDim)));
-        VQ_CUDA_CHECK(cudaMalloc(&ck, size_t{4} * 256 * kDim));
-        VQ_CUDA_CHECK(cudaMalloc(&cv, size_t{4} * 256 * kDim));
+        // vecinfer: one (256, D) book each; commvq: (kv heads, R, 64, D) keys, (kv heads, Rv, 256, D) values.
+        const size_t ck_floats = k.format == KvPageFormat::kCommVq ? size_t{1} * kKvHeads * k.cvq_rounds * 64 * kDim : 256 * kDim;
+        const size_t cv_floats = k.format == KvPageFormat::kCommVq ? size_t{1} * kKvHeads * k.cvq_value_rounds * 256 * kDim : 256 * kDim;
+        VQ_CUDA_CHECK(cudaMalloc(&ck, 4 * ck_floats));
+        VQ_CUDA_CHECK(cudaMalloc(&cv, 4 * cv_floats));
         VQ_CUDA_CHECK(cudaMemcpy(d_table, table.data(), table.size() * 4, cudaMemcpyHostToDevice));
         VQ_CUDA_CHECK(cudaMemcpy(d_coded, coded_lens.data(), batch * 4, cudaMemcpyHostToDevice));
         VQ_CUDA_CHECK(cudaMemcpy(d_res, res_lens.data(), batch * 4, cudaMemcpyHostToDevice));
@@ -184,8 +208,9 @@ int main(int argc, char** argv) {
         FillHalves<<<1024, 256>>>(ring_v, ring_elems, 14, -1.7f, 1.7f);
         FillFloats<<<256, 256>>>(q, size_t{1} * batch * kHeads * kDim, 15, -1.7f, 1.7f);
         FillFloats<<<256, 256>>>(qt, size_t{1} * batch * kHeads * kDim, 16, -1.7f, 1.7f);
-        FillFloats<<<256, 256>>>(ck, 256 * kDim, 17, -1.2f, 1.2f);
-        FillFloats<<<256, 256>>>(cv, 256 * kDim, 18, -1.7f, 1.7f);
+        FillFloats<<<256, 256>>>(ck, ck_floats, 17, k.format == KvPageFormat::kCommVq ? -0.1f : -1.2f,
+                                 k.format == KvPageFormat::kCommVq ? 0.1f : 1.2f);
+        FillFloats<<<256, 256>>>(cv, cv_floats, 18, -1.7f, 1.7f);
         VQ_CUDA_CHECK(cudaDeviceSynchronize());
 
         DecodeAttentionParams p;
@@ -221,6 +246,13 @@ int main(int argc, char** argv) {
         p.vq_k_sub_dim = k.dk;
         p.vq_v_sub_dim = k.dv;
         p.vecinfer_version = k.vecinfer_version;
+        if (k.format == KvPageFormat::kCommVq) {
+          p.commvq_key_rounds = k.cvq_rounds;
+          p.commvq_value_rounds = k.cvq_value_rounds;
+          p.rope_theta = 500000.0f;
+          p.vq_k_codebook_head_stride = static_cast<int64_t>(k.cvq_rounds) * 64 * kDim;
+          p.vq_v_codebook_head_stride = static_cast<int64_t>(k.cvq_value_rounds) * 256 * kDim;
+        }
         p.workspace = ws;
         std::vector<float> ms;
         std::string err;

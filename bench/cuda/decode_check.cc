@@ -1,12 +1,16 @@
 // correctness sweep of the cuda decode-attention kernels against the float64 reference
 // (tests/util/decode_reference.h) on random pages: formats x head_dim x gqa x lengths x splits.
 // prints one line per case and exits non-zero when any relative error exceeds 1e-3.
-// usage: decode_check [--long]   (--long adds 128k-token sequences)
+// commvq (commvq-1 / commvq-2 round counts for head_dim 64 and 128) is checked against the
+// float64 decode-then-attend of bench/cuda/commvq_case.h over the same sweep.
+// usage: decode_check [--long] [--commvq-only]   (--long adds 128k-token sequences)
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "bench/cuda/commvq_case.h"
 #include "bench/cuda/device_case.h"
 #include "kernels/cuda/decode_attention.h"
 #include "tests/util/decode_case.h"
@@ -23,7 +27,76 @@ struct Variant {
   int vecinfer_version = 0;  // 1: the lut kernel even where the tensor-core kernel applies
 };
 
-int Run(bool with_long) {
+// commvq-1 / commvq-2 key and value rounds for head_dim d (CommVqOptionsForName): R =
+// round(bits * d / 12), Rv = bits.
+CommVqCaseSpec CommVqSpec(int bits, int d) {
+  CommVqCaseSpec s;
+  s.head_dim = d;
+  s.key_rounds = static_cast<int>(std::lround(bits * d / 12.0));
+  s.value_rounds = bits;
+  s.book_key_rounds = static_cast<int>(std::lround(2 * d / 12.0));
+  s.book_value_rounds = 2;
+  return s;
+}
+
+// one commvq case: launch, compare; returns the relative error (inf on a launch error).
+double CheckCommVq(const CommVqCaseSpec& s, int splits, std::string* err) {
+  DecodeCase c = MakeCommVqCase(s);
+  DeviceDecodeCase dev(c);
+  SetCommVqParams(s, &dev.params());
+  dev.params().num_splits = splits;
+  dev.PoisonOutput();
+  *err = cuda::LaunchDecodeAttention(cuda::KvPageFormat::kCommVq, dev.params(), nullptr);
+  VQ_CUDA_CHECK(cudaDeviceSynchronize());
+  return err->empty() ? RelativeError(dev.Output(), ReferenceCommVq(c, s)) : INFINITY;
+}
+
+int RunCommVq(bool with_long, int* cases, double* worst) {
+  const std::vector<int> lens = {1, 31, 33, 129, 161, 200, 1000, 4133};
+  int failures = 0;
+  uint64_t seed = 1000;
+  for (int bits : {1, 2}) {
+    for (int d : {64, 128}) {
+      for (int g : {1, 3, 4, 8}) {
+        for (int splits : {0, 1, 7}) {
+          CommVqCaseSpec s = CommVqSpec(bits, d);
+          s.num_kv_heads = 2;
+          s.num_heads = 2 * g;
+          s.lens = lens;
+          s.seed = ++seed;
+          std::string err;
+          const double rel = CheckCommVq(s, splits, &err);
+          const bool ok = rel <= 1e-3;
+          ++*cases;
+          failures += !ok;
+          if (rel > *worst) *worst = rel;
+          if (!ok || splits == 0) {
+            std::printf("commvq-%d (R=%2d Rv=%d)    D=%3d G=%d splits=%d rel_err=%.3e %s %s\n", bits, s.key_rounds,
+                        s.value_rounds, d, g, splits, rel, ok ? "ok" : "FAIL", err.c_str());
+          }
+        }
+      }
+      if (with_long) {
+        CommVqCaseSpec s = CommVqSpec(bits, d);
+        s.num_kv_heads = 2;
+        s.num_heads = 8;
+        s.lens = {131072 + 77, 5, 4133};
+        s.seed = ++seed;
+        std::string err;
+        const double rel = CheckCommVq(s, 0, &err);
+        const bool ok = rel <= 1e-3;
+        ++*cases;
+        failures += !ok;
+        if (rel > *worst) *worst = rel;
+        std::printf("commvq-%d (R=%2d Rv=%d)    D=%3d G=4 len=131149 rel_err=%.3e %s %s\n", bits, s.key_rounds,
+                    s.value_rounds, d, rel, ok ? "ok" : "FAIL", err.c_str());
+      }
+    }
+  }
+  return failures;
+}
+
+int Run(bool with_long, bool commvq_only) {
   const Variant variants[] = {
       {"fp16", DecodeFormat::kFp16, 2, 4, 4, 0, false},
       {"kivi-k2v2", DecodeFormat::kKivi, 2, 4, 4, 128, false},
@@ -41,7 +114,9 @@ int Run(bool with_long) {
   int failures = 0, cases = 0;
   double worst = 0;
   uint64_t seed = 7;
+  failures += RunCommVq(with_long, &cases, &worst);
   for (const Variant& v : variants) {
+    if (commvq_only) break;
     for (int d : {64, 128}) {
       for (int g : {1, 3, 4, 8}) {
         for (int splits : {0, 1, 7}) {
@@ -111,11 +186,15 @@ int Run(bool with_long) {
 }  // namespace vqserve::testing
 
 int main(int argc, char** argv) {
-  bool with_long = argc > 1 && std::strcmp(argv[1], "--long") == 0;
+  bool with_long = false, commvq_only = false;
+  for (int i = 1; i < argc; ++i) {
+    with_long |= std::strcmp(argv[i], "--long") == 0;
+    commvq_only |= std::strcmp(argv[i], "--commvq-only") == 0;
+  }
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
     std::printf("decode_check: no cuda device\n");
     return 2;
   }
-  return vqserve::testing::Run(with_long);
+  return vqserve::testing::Run(with_long, commvq_only);
 }

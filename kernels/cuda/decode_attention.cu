@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "kernels/cuda/commvq_decode_layout.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/decode_attention_common.cuh"
 #include "kernels/cuda/decode_attention_instances.h"
@@ -37,10 +38,17 @@ int PowerOfTwoAtLeast(int n) {
   return p;
 }
 
-// heads per block for a format: the vecinfer lut (256 x Mk x HBP floats) stays <= 128 KB.
+// heads per block for a format: the vecinfer lut (256 x Mk x HBP floats) stays <= 128 KB;
+// commvq takes the most heads (<= 8) whose books, histograms and tiles fit in shared memory.
 int HeadsPerBlockFor(KvPageFormat f, const DecodeAttentionParams& p) {
   const int group = p.num_heads / p.num_kv_heads;
   int limit = 8;
+  if (f == KvPageFormat::kCommVq) {
+    while (limit > 1 && CvqLayout(limit, p.commvq_key_rounds, p.commvq_value_rounds).total >
+                            static_cast<size_t>(kCvqSmemLimit)) {
+      limit /= 2;
+    }
+  }
   if (f == KvPageFormat::kVecInfer) {
     const int mk = p.head_dim / p.vq_k_sub_dim;
     limit = 128 / mk < 8 ? 128 / mk : 8;
@@ -94,6 +102,21 @@ std::string DispatchVecInfer(const DecodeAttentionParams& p, int hb, int splits,
          std::to_string(dk) + "," + std::to_string(dv) + ")";
 }
 
+template <int D>
+std::string DispatchCommVq(const DecodeAttentionParams& p, int hb, int splits, cudaStream_t s) {
+  switch (PowerOfTwoAtLeast(hb)) {
+    case 1:
+      return LaunchCommVqDecode<D, 1>(p, hb, splits, s);
+    case 2:
+      return LaunchCommVqDecode<D, 2>(p, hb, splits, s);
+    case 4:
+      return LaunchCommVqDecode<D, 4>(p, hb, splits, s);
+    case 8:
+      return LaunchCommVqDecode<D, 8>(p, hb, splits, s);
+  }
+  return "commvq decode: unsupported heads per block";
+}
+
 std::string Validate(KvPageFormat f, const DecodeAttentionParams& p) {
   if (p.head_dim != 64 && p.head_dim != 128) return "decode attention: head_dim must be 64 or 128";
   if (p.num_kv_heads <= 0 || p.num_heads % p.num_kv_heads != 0) {
@@ -116,6 +139,21 @@ std::string Validate(KvPageFormat f, const DecodeAttentionParams& p) {
       (p.q_tilde == nullptr || p.vq_k_codebook == nullptr || p.vq_v_codebook == nullptr)) {
     return "vecinfer decode: q_tilde and both codebooks are required";
   }
+  if (f == KvPageFormat::kCommVq) {
+    if (p.vq_k_codebook == nullptr || p.vq_v_codebook == nullptr) {
+      return "commvq decode: both codebooks are required";
+    }
+    if (p.commvq_key_rounds < 1 || p.commvq_value_rounds < 1 || p.commvq_value_rounds > 16) {
+      return "commvq decode: key rounds must be >= 1 and value rounds in 1 .. 16";
+    }
+    if (CvqLayout(1, p.commvq_key_rounds, p.commvq_value_rounds).total >
+            static_cast<size_t>(kCvqSmemLimit) ||
+        kCvqTilePages * CvqChunksPerPage(p.commvq_key_rounds, p.commvq_value_rounds) >
+            kCvqIdsPerThread * kCvqThreads) {
+      return "commvq decode: too many key rounds for shared memory (" +
+             std::to_string(p.commvq_key_rounds) + ")";
+    }
+  }
   return "";
 }
 
@@ -129,6 +167,15 @@ int ChooseDecodeSplits(KvPageFormat f, const DecodeAttentionParams& p) {
   if (p.num_splits > 0) return p.num_splits;
   const int hb = HeadsPerBlockFor(f, p);
   const int blocks = p.batch * p.num_kv_heads * (p.num_heads / p.num_kv_heads / hb);
+  if (f == KvPageFormat::kCommVq) {
+    // commvq: clusters of head_dim / 32 blocks, smem-bound: fill the sms once, >= 2 tiles a split.
+    const int cluster_blocks = blocks * CvqClusterSize(p.head_dim);
+    int s = cluster_blocks * 5 < SmCount() * 4 ? SmCount() / cluster_blocks : 1;
+    const int tiles = (p.max_coded_len + kSplitAlign - 1) / kSplitAlign;
+    if (s > tiles / 2) s = tiles / 2;
+    if (s > kMaxDecodeSplits) s = kMaxDecodeSplits;
+    return s < 1 ? 1 : s;
+  }
   const int per_sm = f == KvPageFormat::kVecInfer ? 1 : 2;
   const int target = SmCount() * per_sm;
   int splits = 1;
@@ -158,6 +205,10 @@ std::string LaunchDecodeAttention(KvPageFormat f, const DecodeAttentionParams& p
     case KvPageFormat::kVecInfer:
       err = p.head_dim == 64 ? DispatchVecInfer<64>(p, hb, splits, stream)
                              : DispatchVecInfer<128>(p, hb, splits, stream);
+      break;
+    case KvPageFormat::kCommVq:
+      err = p.head_dim == 64 ? DispatchCommVq<64>(p, hb, splits, stream)
+                             : DispatchCommVq<128>(p, hb, splits, stream);
       break;
   }
   if (!err.empty()) return err;

@@ -17,6 +17,7 @@ enum class KvPageFormat {
   kFp16,      // "fp16": K[H][P][D] fp16, V[H][P][D] fp16
   kKivi,      // "kivi-kBvB": per-channel keys / per-token values, B = kivi_bits
   kVecInfer,  // "vecinfer-kXvY" with 8-bit codes (4, 2, 1 bits per element)
+  kCommVq,    // "commvq-R": 12-bit rope-commutative key codes, 8-bit residual value codes
 };
 
 // the most split-kv partitions one launch uses (the workspace is sized for this many).
@@ -74,6 +75,14 @@ struct DecodeAttentionParams {
   int64_t vq_v_codebook_head_stride = 0;
   int vq_k_sub_dim = 4;  // 2, 4 or 8
   int vq_v_sub_dim = 4;
+  // commvq: key rounds R and value rounds Rv of the page layout, and the rope base. the books
+  // come through vq_k_codebook / vq_v_codebook: keys (R' >= R rounds, 64 entries, head_dim / 2
+  // pairs, 2 = x, y) and values (Rv' >= Rv rounds, head_dim / 8 sub-vectors, 256, 8) fp32 of
+  // this layer, kv head h's at + h * vq_{k,v}_codebook_head_stride floats (the layout of
+  // runtime/commvq_codebooks.h). q is the query after rope; q_tilde is unused.
+  int commvq_key_rounds = 0;
+  int commvq_value_rounds = 0;
+  float rope_theta = 10000.0f;
   // vecinfer kernel: 0 = tensor-core value kernel with fp16 lookup-table scores where it
   // applies (head_dim 128, 4-dim key and value sub-vectors, <= 4 query heads per kv head block),
   // else the lut kernel; 1 = always the lut kernel (v4); 2 = the tensor-core kernel with key

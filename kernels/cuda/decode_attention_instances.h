@@ -25,6 +25,11 @@ std::string LaunchVecInferDecode(const DecodeAttentionParams& p, int hb, int num
 std::string LaunchVecInferMmaDecode(const DecodeAttentionParams& p, int hb, int num_splits,
                                     cudaStream_t stream);
 
+// commvq pages, HBP >= hb query heads per block (commvq_decode_d*.cu).
+template <int D, int HBP>
+std::string LaunchCommVqDecode(const DecodeAttentionParams& p, int hb, int num_splits,
+                               cudaStream_t stream);
+
 // out (b, h, :) = merge of the num_splits + 1 workspace partials of (b, h).
 std::string LaunchSplitCombine(const DecodeAttentionParams& p, int num_splits, cudaStream_t stream);
 

@@ -1,5 +1,5 @@
-// how `vqserve serve` turns a codec name into a codec: built-in codecs need nothing; vecinfer
-// and commvq take their codebooks from the .vqcb files given with --codebooks.
+// how `vqserve serve` turns a codec name into a codec and a kv cache: built-in codecs need
+// nothing; vecinfer and commvq take their codebooks from the .vqcb files given with --codebooks.
 #ifndef VQSERVE_TOOLS_VQSERVE_CODEC_CHOICE_H_
 #define VQSERVE_TOOLS_VQSERVE_CODEC_CHOICE_H_
 
@@ -15,6 +15,13 @@ namespace vqserve::cli {
 // .vqcb files (may be empty), each checked against the model and matched by codec name.
 absl::StatusOr<CodecMaker> MakeCodecMaker(const std::string& model_path, const KvShape& shape,
                                           const std::string& codebooks_paths);
+
+// a kv cache maker with the same codebooks: PagedKvCache in host memory for device "cpu"
+// (first `sink_tokens` tokens kept fp16), CudaKvCache on the current cuda device for "cuda"
+// (no sink there yet: sink_tokens must be 0).
+absl::StatusOr<KvCacheMaker> MakeKvCacheMaker(const std::string& model_path, const KvShape& shape,
+                                              const std::string& codebooks_paths,
+                                              const std::string& device, int sink_tokens);
 
 }  // namespace vqserve::cli
 

@@ -12,6 +12,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "runtime/cuda_kv_cache.h"
+#include "runtime/cuda_llama_model.h"
 #include "runtime/llama_model.h"
 #include "server/engine.h"
 #include "server/inference_server.h"
@@ -29,6 +31,7 @@ constexpr char kUsage[] =
     "usage: vqserve serve --model PATH [--device cpu|cuda] [--host H] [--port P]\n"
     "         [--metrics-port P (0: any, -1: off)] [--kv-codec C] [--kv-codecs C1,C2,...]\n"
     "         [--codebooks FILE] [--kv-memory BYTES (suffix K/M/G)] [--drain-timeout S]\n"
+    "         [--kv-sink-tokens N (first tokens kept fp16; default 32 on cpu, 0 on cuda)]\n"
     "         [--tls-cert F --tls-key F] [--api-keys-file F] [--max-num-seqs N]\n"
     "         [--max-batched-tokens N] [--max-model-len N] [--max-waiting N]\n"
     "         [--default-max-tokens N] [--threads N]\n";
@@ -42,6 +45,7 @@ struct ServeFlags {
   std::string kv_codec = "fp16";
   std::string kv_codecs;
   std::string codebooks;
+  int kv_sink_tokens = -1;  // -1: the device's default
   size_t kv_memory = size_t{512} << 20;
   double drain_timeout = 30;
   std::string tls_cert, tls_key, api_keys_file;
@@ -90,6 +94,8 @@ bool ParseFlags(int argc, char** argv, ServeFlags* f) {
     else if (a == "--kv-codec") f->kv_codec = v;
     else if (a == "--kv-codecs") f->kv_codecs = v;
     else if (a == "--codebooks") f->codebooks = v;
+    else if (a == "--kv-sink-tokens")
+      ok = absl::SimpleAtoi(v, &f->kv_sink_tokens) && f->kv_sink_tokens >= 0;
     else if (a == "--kv-memory") ok = ParseBytes(v, &f->kv_memory);
     else if (a == "--drain-timeout") ok = absl::SimpleAtod(v, &f->drain_timeout);
     else if (a == "--tls-cert") f->tls_cert = v;
@@ -137,15 +143,36 @@ int Fail(const absl::Status& st) {
 int RunServe(int argc, char** argv) {
   ServeFlags flags;
   if (!ParseFlags(argc, argv, &flags)) return 2;
-  if (flags.device == "cuda") {
-    std::fprintf(stderr,
-                 "vqserve serve: --device cuda is not available in this build yet (the cuda "
-                 "backend is not wired into the serving engine); use --device cpu\n");
-    return 2;
-  }
-  if (flags.device != "cpu") {
+  if (flags.device != "cpu" && flags.device != "cuda") {
     std::fprintf(stderr, "vqserve serve: --device must be cpu or cuda\n");
     return 2;
+  }
+  std::vector<std::string> codecs = {flags.kv_codec};
+  for (absl::string_view c : absl::StrSplit(flags.kv_codecs, ',', absl::SkipEmpty())) {
+    std::string name(c);
+    if (std::find(codecs.begin(), codecs.end(), name) == codecs.end()) codecs.push_back(name);
+  }
+  const bool cuda = flags.device == "cuda";
+  if (cuda) {
+    // bad combinations fail here, before the model loads, naming the flag.
+    std::string why;
+    if (!CudaDeviceAvailable(&why)) {
+      std::fprintf(stderr, "vqserve serve: --device cuda: %s\n", why.c_str());
+      return 2;
+    }
+    if (flags.kv_sink_tokens > 0) {
+      std::fprintf(stderr,
+                   "vqserve serve: --kv-sink-tokens with --device cuda: the attention sink is not "
+                   "on the GPU yet; use 0\n");
+      return 2;
+    }
+    for (size_t i = 0; i < codecs.size(); ++i) {
+      if (absl::Status st = CudaKvCodecSupported(codecs[i]); !st.ok()) {
+        std::fprintf(stderr, "vqserve serve: %s with --device cuda: %s\n",
+                     i == 0 ? "--kv-codec" : "--kv-codecs", std::string(st.message()).c_str());
+        return 2;
+      }
+    }
   }
   // SIGTERM / SIGINT wake the main thread through a pipe, whichever thread receives them
   // (libraries start threads before main, so blocking the signals is not enough).
@@ -158,16 +185,14 @@ int RunServe(int argc, char** argv) {
 
   LoadOptions load;
   load.num_threads = flags.threads;
-  absl::StatusOr<std::unique_ptr<LlamaModel>> model = LlamaModel::Load(flags.model, load);
+  absl::StatusOr<std::unique_ptr<LlamaModel>> model =
+      cuda ? LoadCudaLlamaModel(flags.model) : LlamaModel::Load(flags.model, load);
   if (!model.ok()) return Fail(model.status());
 
-  std::vector<std::string> codecs = {flags.kv_codec};
-  for (absl::string_view c : absl::StrSplit(flags.kv_codecs, ',', absl::SkipEmpty())) {
-    std::string name(c);
-    if (std::find(codecs.begin(), codecs.end(), name) == codecs.end()) codecs.push_back(name);
-  }
-  absl::StatusOr<CodecMaker> maker =
-      MakeCodecMaker(flags.model, (*model)->kv_shape(), flags.codebooks);
+  // the attention sink (PagedKvCache): one page of fp16 tokens per sequence on the cpu.
+  const int sink = flags.kv_sink_tokens >= 0 ? flags.kv_sink_tokens : (cuda ? 0 : 32);
+  absl::StatusOr<KvCacheMaker> maker =
+      MakeKvCacheMaker(flags.model, (*model)->kv_shape(), flags.codebooks, flags.device, sink);
   if (!maker.ok()) return Fail(maker.status());
   absl::StatusOr<std::vector<std::unique_ptr<KvCache>>> pools =
       MakeKvPools(codecs, *maker, flags.kv_memory, flags.max_num_seqs);
@@ -219,9 +244,9 @@ int RunServe(int argc, char** argv) {
   for (const auto& p : info.codecs()) {
     pool_list += " " + p.name() + "(" + std::to_string(p.num_pages()) + " pages)";
   }
-  std::printf("vqserve: serving %s on %s:%d (%s, kv pools:%s)%s; metrics on %s\n",
+  std::printf("vqserve: serving %s on %s:%d (%s, kv pools:%s, sink %d)%s; metrics on %s\n",
               (*model)->config().name.c_str(), flags.host.c_str(), (*server)->port(),
-              flags.device.c_str(), pool_list.c_str(),
+              flags.device.c_str(), pool_list.c_str(), sink,
               flags.tls_cert.empty() ? "" : " with tls",
               http ? (flags.host + ":" + std::to_string(http->port()) + "/metrics").c_str()
                    : "off");

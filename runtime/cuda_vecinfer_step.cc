@@ -1,0 +1,123 @@
+#if VQSERVE_WITH_CUDA
+#include "runtime/cuda_vecinfer_step.h"
+
+#include <cmath>
+
+#include "kernels/cuda/vecinfer_encode.h"
+#include "kernels/cuda/vecinfer_kv_step.h"
+
+namespace vqserve {
+namespace {
+
+// layer `layer`'s slice of the cache's vecinfer constants.
+cuda::VecInferLayerCodec LayerCodec(const CudaKvCache& cache, int layer) {
+  const CudaVecInferConstants& c = cache.vecinfer();
+  const KvShape& s = cache.shape();
+  const int64_t H = s.num_kv_heads, D = s.head_dim, g = c.per_head ? H : 1;
+  const int64_t k_head = D / c.k_sub_dim * 256 * c.k_sub_dim;  // == 256 * D
+  const int64_t v_head = D / c.v_sub_dim * 256 * c.v_sub_dim;
+  cuda::VecInferLayerCodec lc;
+  lc.lambda = c.lambda + layer * H * D;
+  lc.hadamard = c.hadamard;
+  lc.k_codebook = c.k_centroids + layer * g * k_head;
+  lc.v_codebook = c.v_centroids + layer * g * v_head;
+  lc.k_codebook_head_stride = c.per_head ? k_head : 0;
+  lc.v_codebook_head_stride = c.per_head ? v_head : 0;
+  lc.k_sub_dim = c.k_sub_dim;
+  lc.v_sub_dim = c.v_sub_dim;
+  return lc;
+}
+
+}  // namespace
+
+void CudaVecInferStep::Plan(const CudaKvCache& cache, const std::vector<int32_t>& num_cached,
+                            const std::vector<int32_t>& num_new,
+                            const std::vector<int32_t>& tables, int stride,
+                            cudaStream_t stream) {
+  const KvCacheSpec& spec = cache.spec();
+  batch_ = static_cast<int>(num_cached.size());
+  std::vector<int32_t> flush, starts(batch_);
+  page_ids_.clear();
+  int start = 0;
+  for (int j = 0; j < batch_; ++j) {
+    starts[j] = start;
+    const int before = CodedTokens(spec, num_cached[j]);
+    const int after = CodedTokens(spec, num_cached[j] + num_new[j]);
+    for (int first = before; first < after; first += spec.page_tokens) {
+      flush.insert(flush.end(), {j, first, start});
+      page_ids_.push_back(tables[static_cast<size_t>(j) * stride + first / spec.page_tokens]);
+    }
+    start += num_new[j];
+  }
+  flush.insert(flush.end(), starts.begin(), starts.end());
+  meta_.UploadAsync(flush, stream);
+  const size_t page_floats = static_cast<size_t>(spec.page_tokens) *
+                             cache.shape().num_kv_heads * cache.shape().head_dim;
+  stage_k_.Reserve(page_floats * page_ids_.size());
+  stage_v_.Reserve(page_floats * page_ids_.size());
+}
+
+std::string CudaVecInferStep::Layer(const CudaKvCache& cache, int layer,
+                                    const cuda::PagedKvStep& step, const float* qkv,
+                                    int64_t qkv_stride, int num_heads, float* att,
+                                    int64_t att_stride, bool decode,
+                                    cuda::DecodeAttentionParams dp, cudaStream_t stream) {
+  const KvShape& s = cache.shape();
+  const int D = s.head_dim, H = s.num_kv_heads, n = step.num_tokens;
+  const float* q = qkv;
+  const float* k = qkv + static_cast<int64_t>(num_heads) * D;
+  const float* v = k + static_cast<int64_t>(H) * D;
+  const cuda::VecInferLayerCodec codec = LayerCodec(cache, layer);
+  const int count = static_cast<int>(page_ids_.size());
+  const int32_t* d_flush = meta_.data();
+  const int32_t* d_starts = meta_.data() + 3 * count;
+  // 1. pages due this step: gathered (ring before this step's writes, new rows) and encoded.
+  std::string err = cuda::LaunchGatherFlushPages(step, d_flush, count, k, v, qkv_stride,
+                                                 stage_k_.data(), stage_v_.data(), stream);
+  if (!err.empty()) return err;
+  const size_t page_floats = static_cast<size_t>(step.page_tokens) * H * D;
+  for (int f = 0; f < count; ++f) {
+    cuda::VecInferEncodeParams ep;
+    ep.k = stage_k_.data() + page_floats * f;
+    ep.v = stage_v_.data() + page_floats * f;
+    ep.lambda = codec.lambda;
+    ep.hadamard = codec.hadamard;
+    ep.k_codebook = codec.k_codebook;
+    ep.v_codebook = codec.v_codebook;
+    ep.k_codebook_head_stride = codec.k_codebook_head_stride;
+    ep.v_codebook_head_stride = codec.v_codebook_head_stride;
+    ep.k_sub_dim = codec.k_sub_dim;
+    ep.v_sub_dim = codec.v_sub_dim;
+    ep.num_kv_heads = H;
+    ep.head_dim = D;
+    ep.dst = step.pages + page_ids_[f] * step.page_stride + step.layer_offset;
+    if (err = cuda::LaunchVecInferEncodePage(ep, stream); !err.empty()) return err;
+  }
+  // 2. q~ = H (q * lambda), laid out as q.
+  q_tilde_.Reserve(static_cast<size_t>(n) * qkv_stride);
+  err = cuda::LaunchVecInferQueryTransform(q, qkv_stride, n, num_heads, H, D, codec,
+                                           q_tilde_.data(), stream);
+  if (!err.empty()) return err;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  if (decode) {
+    // 3. ring append, then the fused decode kernel over codes + ring.
+    if (err = cuda::LaunchRingAppend(step, k, v, qkv_stride, stream); !err.empty()) return err;
+    dp.q_tilde = q_tilde_.data();
+    dp.vq_k_codebook = codec.k_codebook;
+    dp.vq_v_codebook = codec.v_codebook;
+    dp.vq_k_codebook_head_stride = codec.k_codebook_head_stride;
+    dp.vq_v_codebook_head_stride = codec.v_codebook_head_stride;
+    dp.vq_k_sub_dim = codec.k_sub_dim;
+    dp.vq_v_sub_dim = codec.v_sub_dim;
+    return cuda::LaunchDecodeAttention(cuda::KvPageFormat::kVecInfer, dp, stream);
+  }
+  // 3. attention over codes, old ring rows and new rows, then the ring append.
+  err = cuda::LaunchVecInferPrefillAttention(step, codec, cache.spec().residual_tokens, q,
+                                             q_tilde_.data(), qkv_stride, k, v, qkv_stride,
+                                             d_starts, att, att_stride, num_heads, scale, stream);
+  if (!err.empty()) return err;
+  return cuda::LaunchRingAppend(step, k, v, qkv_stride, stream);
+}
+
+}  // namespace vqserve
+#endif  // VQSERVE_WITH_CUDA

@@ -1,0 +1,186 @@
+// the serving engine on the gpu: CudaLlamaModel with kv pools of CudaKvCache built by
+// MakeKvPools (fp16, and vecinfer-k2v2 when its codebooks exist), behind the real grpc server.
+// greedy requests answer what the cuda model gives one sequence alone, per codec, and
+// concurrent requests of both codecs (mixed pools in one engine step) answer the same as
+// sequential ones. skips itself without a cuda device, the model (VQSERVE_MODEL); the vecinfer
+// pool without a vecinfer-k2v2 artifact (VQSERVE_VQCB, else tests/util CodebookPath).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/codebook_file.h"
+#include "runtime/cuda_kv_cache.h"
+#include "runtime/cuda_llama_model.h"
+#include "server/engine.h"
+#include "server/inference_server.h"
+#include "server/kv_pools.h"
+#include "tests/test_paths.h"
+#include "tests/util/test_server.h"
+
+namespace vqserve {
+namespace {
+
+constexpr int kMaxTokens = 24;
+
+std::string VqcbPath() {
+  const char* env = std::getenv("VQSERVE_VQCB");
+  if (env != nullptr && *env != '\0') return env;
+  return testing::CodebookPath("vecinfer-k2v2");
+}
+
+class CudaServeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!CudaDeviceAvailable(&why)) GTEST_SKIP() << why;
+    const std::string path = testing::DefaultModelPath();
+    if (path.empty()) GTEST_SKIP() << "no model in models/ (and VQSERVE_MODEL unset)";
+    auto model = LoadCudaLlamaModel(path);
+    ASSERT_TRUE(model.ok()) << model.status();
+    model_ = std::move(*model);
+    codecs_ = {"fp16"};
+    if (const std::string vqcb = VqcbPath(); !vqcb.empty()) {
+      auto book = CodebookFile::Load(vqcb);
+      ASSERT_TRUE(book.ok()) << book.status();
+      book_ = std::make_shared<CodebookFile>(std::move(*book));
+      codecs_.push_back("vecinfer-k2v2");
+    } else {
+      std::printf("no vecinfer-k2v2 codebooks: serving fp16 only\n");
+    }
+    const KvShape shape = model_->kv_shape();
+    std::shared_ptr<const CodebookFile> book = book_;
+    maker_ = [shape, book](const std::string& name, int pages,
+                           int slots) -> absl::StatusOr<std::unique_ptr<KvCache>> {
+      auto c = MakeCudaKvCacheForCodec(name, shape, name == "fp16" ? nullptr : book.get(), pages,
+                                       slots);
+      if (!c.ok()) return c.status();
+      return std::unique_ptr<KvCache>(std::move(*c));
+    };
+    auto pools = MakeKvPools(codecs_, maker_, size_t{256} << 20, /*num_slots=*/8);
+    ASSERT_TRUE(pools.ok()) << pools.status();
+    metrics_ = std::make_unique<ServerMetrics>(registry_);
+    EngineOptions eo;
+    eo.scheduler.max_num_seqs = 8;
+    eo.scheduler.max_model_len = 2048;
+    eo.default_codec = "fp16";
+    eo.device = "cuda";
+    engine_ = std::make_unique<Engine>(model_.get(), std::move(*pools), eo, metrics_.get());
+    engine_->Start();
+    ServerOptions so;
+    so.host = "127.0.0.1";
+    auto server = InferenceServer::Start(engine_.get(), metrics_.get(), std::move(so));
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+    const Tokenizer& tok = model_->tokenizer();
+    std::string text = "A paged key-value cache stores the keys and values of every token. ";
+    std::string longer;
+    while (static_cast<int>(tok.Encode(longer, true, false).size()) < 260) longer += text;
+    for (int want : {40, 260}) {
+      std::vector<int32_t> ids = tok.Encode(longer, /*add_bos=*/true, false);
+      ids.resize(want);
+      prompts_.push_back(ids);
+    }
+  }
+  void TearDown() override {
+    server_.reset();
+    engine_.reset();
+  }
+
+  // greedy tokens of `prompt` from the cuda model alone over a fresh cache of `codec`.
+  std::vector<int32_t> Direct(const std::string& codec, const std::vector<int32_t>& prompt) {
+    auto cache = maker_(codec, 64, 1);
+    EXPECT_TRUE(cache.ok()) << cache.status();
+    if (!cache.ok()) return {};
+    std::vector<int32_t> table(64), seq = prompt, out;
+    for (int i = 0; i < 64; ++i) table[i] = i;
+    int cached = 0;
+    for (int s = 0; s < kMaxTokens; ++s) {
+      ForwardSeq f;
+      f.tokens = std::span<const int32_t>(seq.data() + cached, seq.size() - cached);
+      f.cache = cache->get();
+      f.kv.slot = 0;
+      f.kv.block_table = table.data();
+      f.kv.num_blocks = 64;
+      f.kv.num_cached = cached;
+      std::vector<float> logits;
+      model_->Forward(std::span<const ForwardSeq>(&f, 1), &logits);
+      cached = static_cast<int>(seq.size());
+      const int32_t next =
+          static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      out.push_back(next);
+      seq.push_back(next);
+    }
+    return out;
+  }
+
+  testing::StreamResult Serve(const std::string& codec, const std::vector<int32_t>& prompt) {
+    v1::GenerateRequest req = testing::GreedyRequest("", kMaxTokens, codec);
+    for (int32_t id : prompt) req.mutable_token_ids()->add_ids(id);
+    auto stub = v1::Inference::NewStub(grpc::CreateChannel(
+        "127.0.0.1:" + std::to_string(server_->port()), grpc::InsecureChannelCredentials()));
+    return testing::RunGenerate(stub.get(), req);
+  }
+
+  std::unique_ptr<LlamaModel> model_;
+  std::shared_ptr<CodebookFile> book_;
+  std::vector<std::string> codecs_;
+  KvCacheMaker maker_;
+  MetricsRegistry registry_;
+  std::unique_ptr<ServerMetrics> metrics_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<InferenceServer> server_;
+  std::vector<std::vector<int32_t>> prompts_;
+};
+
+TEST_F(CudaServeTest, GreedyRequestsMatchTheModelAlone) {
+  EXPECT_EQ(engine_->ModelInfo().device(), "cuda");
+  for (const std::string& codec : codecs_) {
+    for (size_t p = 0; p < prompts_.size(); ++p) {
+      testing::StreamResult r = Serve(codec, prompts_[p]);
+      ASSERT_TRUE(r.status.ok()) << codec << ": " << r.status.error_message();
+      EXPECT_EQ(r.token_ids, Direct(codec, prompts_[p])) << codec << " prompt " << p;
+      std::printf("[serve --device cuda] %s prompt %zu (%zu tokens): %zu tokens streamed, kv "
+                  "compression %.2fx\n",
+                  codec.c_str(), p, prompts_[p].size(), r.token_ids.size(),
+                  r.usage.kv_compression_ratio());
+    }
+  }
+}
+
+TEST_F(CudaServeTest, ConcurrentMixedCodecsMatchSequential) {
+  struct Job {
+    std::string codec;
+    size_t prompt;
+    testing::StreamResult result;
+  };
+  std::vector<Job> jobs;
+  for (int rep = 0; rep < 2; ++rep) {
+    for (const std::string& codec : codecs_) {
+      for (size_t p = 0; p < prompts_.size(); ++p) jobs.push_back({codec, p, {}});
+    }
+  }
+  std::vector<std::thread> threads;
+  for (Job& j : jobs) {
+    threads.emplace_back([this, &j] { j.result = Serve(j.codec, prompts_[j.prompt]); });
+  }
+  for (std::thread& t : threads) t.join();
+  int equal = 0;
+  for (Job& j : jobs) {
+    ASSERT_TRUE(j.result.status.ok()) << j.result.status.error_message();
+    const testing::StreamResult alone = Serve(j.codec, prompts_[j.prompt]);
+    EXPECT_EQ(j.result.token_ids, alone.token_ids) << j.codec << " prompt " << j.prompt;
+    equal += j.result.token_ids == alone.token_ids;
+  }
+  std::printf("[serve --device cuda] %zu concurrent requests (%zu codecs): %d equal to "
+              "sequential\n",
+              jobs.size(), codecs_.size(), equal);
+}
+
+}  // namespace
+}  // namespace vqserve

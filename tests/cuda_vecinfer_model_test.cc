@@ -1,0 +1,276 @@
+// the cuda model over a vecinfer-k2v2 CudaKvCache (code pages + fp16 ring on the device, pages
+// encoded by the gpu encode kernel, fused decode kernel) against the cpu model (fp32 weights)
+// over a PagedKvCache of the same codec and codebooks: prompts long enough that prefill codes
+// pages and decode flushes more, greedy picks equal (or cpu ties) and logits close; chunked
+// prefill equals token-by-token decode; a step mixing an fp16 and a vecinfer cache equals the
+// two alone. skips itself without a cuda device, the model (VQSERVE_MODEL) or a
+// vecinfer-k2v2 artifact for it (VQSERVE_VQCB, else tests/util CodebookPath).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/codebook_file.h"
+#include "runtime/codec_factory.h"
+#include "runtime/cuda_kv_cache.h"
+#include "runtime/cuda_llama_model.h"
+#include "runtime/llama_model.h"
+#include "runtime/paged_kv_cache.h"
+#include "tests/test_paths.h"
+#include "tests/util/test_server.h"
+
+namespace vqserve {
+namespace {
+
+constexpr char kCodec[] = "vecinfer-k2v2";
+constexpr int kSteps = 40;
+// gpu (fp16 weights, fp16 lut scores in decode) vs cpu (fp32): max |Δlogit| over the logit
+// range of the step; a code picked differently at a near-tie of two centroids moves a logit a
+// little more than fp16 rounding alone.
+constexpr double kCpuRelTolerance = 0.05;
+constexpr double kTieMargin = 0.1;  // a different pick within this cpu lead is a tie
+// chunked prefill vs one token at a time, both on the gpu.
+constexpr double kChunkRelTolerance = 0.02;
+
+int ArgMax(const std::vector<float>& x) {
+  return static_cast<int>(std::max_element(x.begin(), x.end()) - x.begin());
+}
+
+std::string VqcbPath() {
+  const char* env = std::getenv("VQSERVE_VQCB");
+  if (env != nullptr && *env != '\0') return env;
+  return testing::CodebookPath(kCodec);
+}
+
+// one sequence on `cache` (slot `slot`, pages [first_page, first_page + pages)): feeds `prompt`
+// in chunks of `chunk` tokens (0: all at once), then kSteps greedy steps, or `forced` tokens.
+// returns the logits of the last prompt token and of every step.
+std::vector<std::vector<float>> RunSeq(LlamaModel& model, KvCache& cache, int slot, int first_page,
+                                    int pages, const std::vector<int32_t>& prompt, int chunk,
+                                    const std::vector<int32_t>* forced,
+                                    std::vector<int32_t>* picks) {
+  std::vector<int32_t> table(pages), seq;
+  for (int i = 0; i < pages; ++i) table[i] = first_page + pages - 1 - i;
+  std::vector<std::vector<float>> out;
+  auto step = [&](std::span<const int32_t> tokens) {
+    ForwardSeq f;
+    f.tokens = tokens;
+    f.cache = &cache;
+    f.kv.slot = slot;
+    f.kv.block_table = table.data();
+    f.kv.num_blocks = pages;
+    f.kv.num_cached = static_cast<int>(seq.size());
+    seq.insert(seq.end(), tokens.begin(), tokens.end());
+    std::vector<float> logits;
+    model.Forward(std::span<const ForwardSeq>(&f, 1), &logits);
+    return logits;
+  };
+  std::vector<float> last;
+  const int n = static_cast<int>(prompt.size()), c = chunk > 0 ? chunk : n;
+  for (int i = 0; i < n; i += c) {
+    last = step(std::span<const int32_t>(prompt.data() + i, std::min(c, n - i)));
+  }
+  out.push_back(last);
+  for (int s = 0; s < kSteps; ++s) {
+    const int32_t pick = ArgMax(out.back());
+    if (picks != nullptr) picks->push_back(pick);
+    const int32_t next = forced != nullptr ? (*forced)[s] : pick;
+    out.push_back(step(std::span<const int32_t>(&next, 1)));
+  }
+  return out;
+}
+
+// largest |a - b| over all rows; *range: the largest logit range of a's rows.
+double MaxDiff(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b,
+               double* range) {
+  double diff = 0.0;
+  *range = 0.0;
+  for (size_t r = 0; r < a.size(); ++r) {
+    for (size_t i = 0; i < a[r].size(); ++i) {
+      diff = std::max(diff, double(std::fabs(a[r][i] - b[r][i])));
+    }
+    const auto [lo, hi] = std::minmax_element(a[r].begin(), a[r].end());
+    *range = std::max(*range, double(*hi - *lo));
+  }
+  return diff;
+}
+
+class CudaVecInferModelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!CudaDeviceAvailable(&why)) GTEST_SKIP() << why;
+    path_ = testing::DefaultModelPath();
+    if (path_.empty()) GTEST_SKIP() << "no model in models/ (and VQSERVE_MODEL unset)";
+    const std::string vqcb = VqcbPath();
+    if (vqcb.empty()) GTEST_SKIP() << "no " << kCodec << " codebooks (set VQSERVE_VQCB)";
+    auto book = CodebookFile::Load(vqcb);
+    ASSERT_TRUE(book.ok()) << book.status();
+    book_ = std::make_unique<CodebookFile>(std::move(*book));
+    auto gpu = LoadCudaLlamaModel(path_);
+    ASSERT_TRUE(gpu.ok()) << gpu.status();
+    gpu_ = std::move(*gpu);
+    const Tokenizer& tok = gpu_->tokenizer();
+    // ~150, ~200 and ~330 prompt tokens: no page coded at prefill, one, several; decode then
+    // crosses flush boundaries (every 32 tokens past 160).
+    std::string text =
+        "Explain, step by step, how a paged key-value cache lets a language model server batch "
+        "many requests of different lengths without wasting memory, and why quantizing that "
+        "cache to two bits per value helps with long contexts. ";
+    std::string longer = text;
+    while (static_cast<int>(tok.Encode(longer, true, false).size()) < 330) longer += text;
+    for (int want : {150, 200, 330}) {
+      std::vector<int32_t> ids = tok.Encode(longer, /*add_bos=*/true, false);
+      ids.resize(want);
+      prompts_.push_back(ids);
+    }
+    KvCacheSpec vi;  // page 32 after a residual of 128: vecinfer's policy
+    pages_per_seq_ = PagesForTokens(vi, 330 + kSteps + 1) + 1;
+  }
+
+  std::unique_ptr<KvCache> GpuCache(const std::string& codec) {
+    auto c = MakeCudaKvCacheForCodec(codec, gpu_->kv_shape(), codec == "fp16" ? nullptr : book_.get(),
+                                     pages_per_seq_ * 3, 3);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? std::unique_ptr<KvCache>(std::move(*c)) : nullptr;
+  }
+
+  std::string path_;
+  std::unique_ptr<CodebookFile> book_;
+  std::unique_ptr<LlamaModel> gpu_;
+  std::vector<std::vector<int32_t>> prompts_;
+  int pages_per_seq_ = 0;
+};
+
+TEST_F(CudaVecInferModelTest, MatchesCpuPagedCache) {
+  LoadOptions options;
+  options.quantized_decode = false;  // fp32 weights: the closest cpu path to the gpu's fp16
+  auto cpu = LlamaModel::Load(path_, options);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  auto codec = MakeCodec(kCodec, (*cpu)->kv_shape(), book_.get());
+  ASSERT_TRUE(codec.ok()) << codec.status();
+  auto cpu_cache = MakePagedKvCache(std::move(*codec), pages_per_seq_ * 3, 3);
+  auto gpu_cache = GpuCache(kCodec);
+  ASSERT_NE(gpu_cache, nullptr);
+  EXPECT_EQ(cpu_cache->spec().page_bytes, gpu_cache->spec().page_bytes);
+  EXPECT_EQ(cpu_cache->spec().slot_bytes, gpu_cache->spec().slot_bytes);
+  EXPECT_EQ(cpu_cache->spec().fixed_bytes, gpu_cache->spec().fixed_bytes);
+  int equal = 0, total = 0;
+  double worst = 0.0;
+  for (size_t j = 0; j < prompts_.size(); ++j) {
+    const int first = static_cast<int>(j) * pages_per_seq_;
+    std::vector<int32_t> ref_picks, got_picks;
+    auto ref = RunSeq(**cpu, *cpu_cache, j, first, pages_per_seq_, prompts_[j], 0, nullptr, &ref_picks);
+    // the gpu is fed the cpu's tokens, so that every step's logits are comparable.
+    auto got = RunSeq(*gpu_, *gpu_cache, j, first, pages_per_seq_, prompts_[j], 0, &ref_picks,
+                   &got_picks);
+    for (int s = 0; s < kSteps; ++s) {
+      ++total;
+      if (ref_picks[s] == got_picks[s]) {
+        ++equal;
+        continue;
+      }
+      const double margin = ref[s][ref_picks[s]] - ref[s][got_picks[s]];
+      std::printf("prompt %zu step %d: cpu %d gpu %d (cpu margin %.3e)\n", j, s, ref_picks[s],
+                  got_picks[s], margin);
+      EXPECT_LT(margin, kTieMargin) << "prompt " << j << " step " << s;
+    }
+    double range = 0.0;
+    const double diff = MaxDiff(ref, got, &range);
+    std::printf("[%s gpu vs cpu] prompt %zu (%zu tokens): max |dlogit| %.4f, range %.2f, "
+                "ratio %.5f\n",
+                kCodec, j, prompts_[j].size(), diff, range, diff / range);
+    worst = std::max(worst, diff / range);
+  }
+  std::printf("[%s gpu vs cpu] greedy picks equal %d/%d; worst |dlogit|/range %.5f\n", kCodec,
+              equal, total, worst);
+  EXPECT_LE(worst, kCpuRelTolerance);
+}
+
+TEST_F(CudaVecInferModelTest, ChunkedPrefillEqualsTokenByToken) {
+  auto a = GpuCache(kCodec);
+  auto b = GpuCache(kCodec);
+  ASSERT_NE(a, nullptr);
+  const std::vector<int32_t>& prompt = prompts_[2];
+  std::vector<int32_t> picks_a, picks_b;
+  auto whole = RunSeq(*gpu_, *a, 0, 0, pages_per_seq_, prompt, 0, nullptr, &picks_a);
+  auto chunks = RunSeq(*gpu_, *b, 1, pages_per_seq_, pages_per_seq_, prompt, 1, &picks_a, &picks_b);
+  EXPECT_EQ(picks_a, picks_b);
+  double range = 0.0;
+  const double diff = MaxDiff(whole, chunks, &range);
+  std::printf("[%s gpu] one prefill step vs %zu single-token steps: max |dlogit| %.5f (range "
+              "%.2f)\n",
+              kCodec, prompt.size(), diff, range);
+  EXPECT_LE(diff, kChunkRelTolerance * range);
+  // 64-token chunks as well (the engine's chunked prefill).
+  auto c = GpuCache(kCodec);
+  std::vector<int32_t> picks_c;
+  auto chunk64 = RunSeq(*gpu_, *c, 2, 2 * pages_per_seq_, pages_per_seq_, prompt, 64, &picks_a,
+                     &picks_c);
+  const double diff64 = MaxDiff(whole, chunk64, &range);
+  std::printf("[%s gpu] one prefill step vs 64-token chunks: max |dlogit| %.5f\n", kCodec, diff64);
+  EXPECT_LE(diff64, kChunkRelTolerance * range);
+}
+
+TEST_F(CudaVecInferModelTest, MixedCachesInOneStepEqualAlone) {
+  auto fp16_a = GpuCache("fp16"), vi_a = GpuCache(kCodec);
+  auto fp16_b = GpuCache("fp16"), vi_b = GpuCache(kCodec);
+  ASSERT_NE(fp16_a, nullptr);
+  ASSERT_NE(vi_a, nullptr);
+  const std::vector<int32_t>& p0 = prompts_[1];
+  const std::vector<int32_t>& p1 = prompts_[2];
+  std::vector<int32_t> t0(pages_per_seq_), t1(pages_per_seq_);
+  for (int i = 0; i < pages_per_seq_; ++i) t0[i] = t1[i] = i;
+  auto fwd = [&](std::vector<ForwardSeq> batch) {
+    std::vector<float> logits;
+    gpu_->Forward(batch, &logits);
+    return logits;
+  };
+  auto seq = [&](KvCache& cache, const std::vector<int32_t>& p, std::vector<int32_t>& t) {
+    ForwardSeq f;
+    f.tokens = std::span<const int32_t>(p);
+    f.cache = &cache;
+    f.kv.slot = 0;
+    f.kv.block_table = t.data();
+    f.kv.num_blocks = pages_per_seq_;
+    f.kv.num_cached = 0;
+    return f;
+  };
+  // batch order vecinfer, fp16, vecinfer-less: rows come back in batch order.
+  const std::vector<float> mixed = fwd({seq(*vi_a, p1, t1), seq(*fp16_a, p0, t0)});
+  const std::vector<float> alone_vi = fwd({seq(*vi_b, p1, t1)});
+  const std::vector<float> alone_fp16 = fwd({seq(*fp16_b, p0, t0)});
+  const size_t vocab = gpu_->config().vocab_size;
+  ASSERT_EQ(mixed.size(), 2 * vocab);
+  double diff = 0.0;
+  for (size_t i = 0; i < vocab; ++i) {
+    diff = std::max(diff, double(std::fabs(mixed[i] - alone_vi[i])));
+    diff = std::max(diff, double(std::fabs(mixed[vocab + i] - alone_fp16[i])));
+  }
+  std::printf("[mixed fp16 + %s step] max |dlogit| vs alone %.6f\n", kCodec, diff);
+  EXPECT_LE(diff, 1e-3);
+}
+
+TEST(CudaKvCacheForCodec, RefusesWhatTheGpuCannotHold) {
+  KvShape shape{2, 2, 4, 64};
+  auto kivi = MakeCudaKvCacheForCodec("kivi-k2v2", shape, nullptr, 1, 1);
+  ASSERT_FALSE(kivi.ok());
+  EXPECT_NE(kivi.status().message().find("cuda runtime"), std::string::npos) << kivi.status();
+  for (const char* ok : {"fp16", "vecinfer-k2v2", "vecinfer-k4v4", "vecinfer-k2v1",
+                         "vecinfer-k1v1", "vecinfer-k2v2-perhead", "vecinfer-k2v2-nohadamard"}) {
+    EXPECT_TRUE(CudaKvCodecSupported(ok, 64).ok()) << ok;
+  }
+  for (const char* bad : {"kivi-k4v4", "commvq-2", "vecinfer-k3v3", "vecinfer-k4v2",
+                          "vecinfer-k1.5v1.5", "nonsense"}) {
+    EXPECT_FALSE(CudaKvCodecSupported(bad, 128).ok()) << bad;
+  }
+  EXPECT_FALSE(CudaKvCodecSupported("fp16", 96).ok());
+}
+
+}  // namespace
+}  // namespace vqserve
