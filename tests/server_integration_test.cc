@@ -163,6 +163,8 @@ TEST_F(ServerIntegrationTest, TinyKvBudgetQueuesOrPreemptsAndAllComplete) {
   // 6 sequences past 32 tokens at once would need 6 pages: some were preempted (recompute).
   int64_t preemptions = 0;
   for (const auto& r : together) preemptions += r.usage.num_preemptions();
+  std::printf("tiny kv budget: %lld preemptions over %d requests\n",
+              static_cast<long long>(preemptions), kStreams);
   EXPECT_GT(preemptions, 0);
   EXPECT_EQ(server.engine().Snapshot().num_preemptions, preemptions);
   EXPECT_TRUE(server.WaitAllFree());
