@@ -22,6 +22,8 @@
 #include "kernels/cuda/paged_kv_append.h"
 #include "kernels/cuda/paged_kv_step.h"
 #include "kernels/cuda/prefill_attention.h"
+#include "kernels/cuda/random_fill.h"
+#include "kernels/cpu/rope.h"
 #include "runtime/cuda_device_array.h"
 #include "runtime/cuda_kv_cache.h"
 #include "runtime/cuda_vecinfer_step.h"
@@ -70,11 +72,16 @@ class CudaLlamaModel : public LlamaModel {
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
   const ModelConfig& config() const override { return config_; }
-  const Tokenizer& tokenizer() const override { return *tokenizer_; }
+  const Tokenizer& tokenizer() const override {
+    if (tokenizer_ == nullptr) Fail("this random-weight model has no tokenizer");
+    return *tokenizer_;
+  }
   void Forward(std::span<const ForwardSeq> batch, std::vector<float>* logits) override;
 
   // reads every tensor and uploads it; errors name the file and the tensor.
   absl::Status Load(const GgufFile& file);
+  // pseudo-random weights of config_'s shape, made on the device.
+  absl::Status InitRandom(uint64_t seed);
 
   ModelConfig config_;
   std::unique_ptr<Tokenizer> tokenizer_;
@@ -153,6 +160,56 @@ absl::Status CudaLlamaModel::Load(const GgufFile& file) {
   rope_half_ = static_cast<int>(freqs->size());
   rope_freqs_.Upload(*freqs);
   CheckCuda(cudaDeviceSynchronize(), "weight upload");
+  return absl::OkStatus();
+}
+
+absl::Status CudaLlamaModel::InitRandom(uint64_t seed) {
+  const ModelConfig& c = config_;
+  if (c.head_dim != 64 && c.head_dim != 128) {
+    return absl::UnimplementedError(
+        absl::StrCat("the cuda backend needs head_dim 64 or 128, the config has ", c.head_dim));
+  }
+  if (c.num_layers <= 0 || c.hidden_size <= 0 || c.ffn_size <= 0 || c.vocab_size <= 0 ||
+      c.num_heads <= 0 || c.num_kv_heads <= 0 || c.num_heads % c.num_kv_heads != 0 ||
+      c.rope_dim <= 0 || c.rope_dim > c.head_dim || c.rope_dim % 2 != 0) {
+    return absl::InvalidArgumentError("random cuda model: inconsistent config");
+  }
+  CheckCuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream");
+  CheckBlas(cublasCreate(&blas_), "cublasCreate");
+  CheckBlas(cublasSetStream(blas_, stream_), "cublasSetStream");
+  const int64_t hid = c.hidden_size, qd = int64_t{c.num_heads} * c.head_dim,
+                kvd = int64_t{c.num_kv_heads} * c.head_dim, ffn = c.ffn_size;
+  uint64_t next = seed * 1000003;
+  // uniform in ±sqrt(3 / fan_in): unit-variance outputs for unit-variance inputs.
+  auto half = [&](DeviceArray<__half>* a, int64_t rows, int64_t cols) {
+    a->Reserve(size_t(rows * cols));
+    Check(cuda::LaunchFillRandomHalf(a->data(), rows * cols, std::sqrt(3.0f / cols), 0.0f,
+                                     next++, stream_),
+          "random weights");
+  };
+  auto ones = [&](DeviceArray<float>* a) { a->Upload(std::vector<float>(hid, 1.0f)); };
+  token_embd_.Reserve(size_t(c.vocab_size) * hid);
+  Check(cuda::LaunchFillRandomFloat(token_embd_.data(), int64_t{c.vocab_size} * hid, 1.0f, 0.0f,
+                                    next++, stream_),
+        "random embeddings");
+  half(&lm_head_, c.vocab_size, hid);
+  ones(&output_norm_);
+  layers_ = std::vector<CudaLayer>(c.num_layers);
+  for (CudaLayer& d : layers_) {
+    ones(&d.attn_norm);
+    ones(&d.ffn_norm);
+    half(&d.wqkv, qd + 2 * kvd, hid);
+    half(&d.wo, hid, qd);
+    half(&d.wgate_up, 2 * ffn, hid);
+    half(&d.wdown, hid, ffn);
+  }
+  cpu::RopeParams rp;
+  rp.rope_dim = c.rope_dim;
+  rp.theta = c.rope_theta;
+  const std::vector<float> freqs = cpu::RopeFrequencies(rp);
+  rope_half_ = static_cast<int>(freqs.size());
+  rope_freqs_.Upload(freqs);
+  CheckCuda(cudaDeviceSynchronize(), "random weights");
   return absl::OkStatus();
 }
 
@@ -439,6 +496,16 @@ absl::StatusOr<std::unique_ptr<LlamaModel>> LoadCudaLlamaModel(const std::string
   return std::unique_ptr<LlamaModel>(std::move(model));
 }
 
+absl::StatusOr<std::unique_ptr<LlamaModel>> MakeRandomCudaLlamaModel(const ModelConfig& config,
+                                                                     uint64_t seed) {
+  std::string why;
+  if (!CudaDeviceAvailable(&why)) return absl::FailedPreconditionError(why);
+  auto model = std::make_unique<CudaLlamaModel>();
+  model->config_ = config;
+  if (absl::Status s = model->InitRandom(seed); !s.ok()) return s;
+  return std::unique_ptr<LlamaModel>(std::move(model));
+}
+
 #else  // no cuda backend in this build
 
 namespace {
@@ -452,6 +519,11 @@ bool CudaDeviceAvailable(std::string* why) {
 }
 
 absl::StatusOr<std::unique_ptr<LlamaModel>> LoadCudaLlamaModel(const std::string&) {
+  return absl::UnimplementedError(kNoCuda);
+}
+
+absl::StatusOr<std::unique_ptr<LlamaModel>> MakeRandomCudaLlamaModel(const ModelConfig&,
+                                                                     uint64_t) {
   return absl::UnimplementedError(kNoCuda);
 }
 

@@ -5,6 +5,7 @@
 // fp16 rounding), with weights in device memory as fp16 (dequantized from the gguf at load),
 // cublas gemms with fp32 accumulation and the kv cache in a CudaKvCache.
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -21,6 +22,12 @@ bool CudaDeviceAvailable(std::string* why);
 // sequences all use one CudaKvCache (runtime/cuda_kv_cache.h) and returns host logits, as the
 // cpu model's. errors name the file and the problem, or say that cuda is unavailable.
 absl::StatusOr<std::unique_ptr<LlamaModel>> LoadCudaLlamaModel(const std::string& path);
+
+// a model of `config`'s shape with pseudo-random weights made on the device from `seed`
+// (uniform, variance 1 / fan-in; norms 1; rope frequencies of rope_theta, no scaling), for
+// benchmarks: speed does not depend on weight values. it has no tokenizer (tokenizer() aborts).
+absl::StatusOr<std::unique_ptr<LlamaModel>> MakeRandomCudaLlamaModel(const ModelConfig& config,
+                                                                     uint64_t seed);
 
 }  // namespace vqserve
 

@@ -1,0 +1,203 @@
+// end-to-end decode speed of the cuda runtime (CudaLlamaModel + CudaKvCache) per kv codec:
+// `batch` sequences of one new token each at `ctx` cached tokens, the whole forward step timed
+// (host metadata, gemms, kv append/flush, attention, logits copy). the model has the shape of
+// Llama-3.1-8B or SmolLM2-135M with pseudo-random weights (or a gguf with --gguf), the caches
+// pseudo-random pages and rings instead of prefills: speed depends on neither. prints a
+// markdown table per model, with the sequences of `ctx` tokens that fit a kv budget of
+// --budget-gb (1e9 bytes) from the cache's own spec. without a cuda device it says so, exit 0.
+// usage: cuda_e2e_decode_bench [--models llama8b,smollm2] [--codecs fp16,vecinfer-k2v2,...]
+//   [--batch 16] [--ctx 32768] [--short-ctx 256] [--warmup 4] [--steps 32] [--budget-gb 80]
+//   [--gguf PATH]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "runtime/cuda_kv_cache.h"
+#include "runtime/cuda_llama_model.h"
+#include "runtime/cuda_random_kv.h"
+#include "runtime/llama_model.h"
+#include "runtime/vecinfer_codec.h"
+
+namespace vqserve {
+namespace {
+
+struct Args {
+  std::vector<std::string> models = {"llama8b", "smollm2"};
+  std::vector<std::string> codecs = {"fp16", "vecinfer-k2v2", "vecinfer-k1v1"};
+  int batch = 16, ctx = 32768, short_ctx = 256, warmup = 4, steps = 32;
+  double budget_gb = 80;
+  std::string gguf;
+};
+
+ModelConfig ShapeFor(const std::string& name) {
+  ModelConfig c;
+  c.architecture = "llama";
+  c.name = name;
+  if (name == "llama8b") {  // Llama-3.1-8B
+    c.num_layers = 32, c.hidden_size = 4096, c.ffn_size = 14336, c.num_heads = 32;
+    c.num_kv_heads = 8, c.head_dim = 128, c.vocab_size = 128256, c.rope_theta = 500000.0f;
+  } else {  // SmolLM2-135M(-Instruct), the default model
+    c.num_layers = 30, c.hidden_size = 576, c.ffn_size = 1536, c.num_heads = 9;
+    c.num_kv_heads = 3, c.head_dim = 64, c.vocab_size = 49152, c.rope_theta = 100000.0f;
+  }
+  c.rope_dim = c.head_dim;
+  c.context_length = 131072;
+  return c;
+}
+
+struct Timing {
+  double mean_ms = 0, min_ms = 0, max_ms = 0;
+};
+
+// runs warmup + steps decode steps (positions ctx, ctx + 1, ...; page flushes happen as they
+// fall) and times the last `steps`.
+Timing TimeSteps(LlamaModel& model, CudaKvCache& cache, const Args& a, int ctx, int pages_per_seq,
+                 const std::vector<int32_t>& tables) {
+  std::mt19937 rng(7);
+  std::vector<int32_t> tokens(a.batch);
+  std::vector<ForwardSeq> batch(a.batch);
+  std::vector<float> logits;
+  std::vector<double> ms;
+  for (int s = 0; s < a.warmup + a.steps; ++s) {
+    for (int j = 0; j < a.batch; ++j) {
+      tokens[j] = static_cast<int32_t>(rng() % model.config().vocab_size);
+      ForwardSeq& f = batch[j];
+      f.tokens = std::span<const int32_t>(&tokens[j], 1);
+      f.cache = &cache;
+      f.kv.slot = j;
+      f.kv.block_table = tables.data() + size_t(j) * pages_per_seq;
+      f.kv.num_blocks = pages_per_seq;
+      f.kv.num_cached = ctx + s;
+    }
+    logits.clear();
+    const auto t0 = std::chrono::steady_clock::now();
+    model.Forward(batch, &logits);  // synchronizes its stream before returning
+    const auto t1 = std::chrono::steady_clock::now();
+    if (s >= a.warmup) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  Timing t;
+  for (double m : ms) t.mean_ms += m / ms.size();
+  t.min_ms = *std::min_element(ms.begin(), ms.end());
+  t.max_ms = *std::max_element(ms.begin(), ms.end());
+  return t;
+}
+
+absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCache(const std::string& codec,
+                                                       const KvShape& shape, int pages, int slots) {
+  if (codec == "fp16") return MakeCudaKvCache(shape, pages, slots);
+  absl::StatusOr<VecInferOptions> o = VecInferOptionsForName(codec);
+  if (!o.ok()) return o.status();
+  return MakeCudaVecInferKvCache(
+      std::make_shared<const VecInferCodebooks>(RandomVecInferCodebooks(shape, *o, 11)), pages,
+      slots);
+}
+
+int RunModel(const std::string& name, const Args& a) {
+  absl::StatusOr<std::unique_ptr<LlamaModel>> loaded =
+      a.gguf.empty() ? MakeRandomCudaLlamaModel(ShapeFor(name), 1) : LoadCudaLlamaModel(a.gguf);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "%s: %s\n", name.c_str(), std::string(loaded.status().message()).c_str());
+    return 1;
+  }
+  LlamaModel& model = **loaded;
+  const ModelConfig& c = model.config();
+  const KvShape shape = model.kv_shape();
+  std::printf("\n### %s: %d layers, hidden %d, %d q / %d kv heads, head_dim %d, ffn %d, vocab %d"
+              " (%s)\n\nbatch %d x context %d, %d timed decode steps after %d warm-up; short "
+              "context %d; kv budget %.0f GB\n\n",
+              name.c_str(), c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads, c.head_dim,
+              c.ffn_size, c.vocab_size, a.gguf.empty() ? "random weights" : a.gguf.c_str(),
+              a.batch, a.ctx, a.steps, a.warmup, a.short_ctx, a.budget_gb);
+  std::printf("| codec | ms/step | tokens/s | vs fp16 | ms/step at ctx %d | ctx-dependent share |"
+              " KV MiB / seq at %d | max seqs in %.0f GB |\n|---|---|---|---|---|---|---|---|\n",
+              a.short_ctx, a.ctx, a.budget_gb);
+  std::fflush(stdout);
+  double fp16_tps = 0;
+  for (const std::string& codec : a.codecs) {
+    KvCacheSpec probe_spec;
+    {
+      absl::StatusOr<std::unique_ptr<CudaKvCache>> probe = MakeCache(codec, shape, 1, 1);
+      if (!probe.ok()) {
+        std::printf("| %s | error: %s |\n", codec.c_str(),
+                    std::string(probe.status().message()).c_str());
+        continue;
+      }
+      probe_spec = (*probe)->spec();
+    }
+    const int pages_per_seq =
+        std::max(PagesForTokens(probe_spec, a.ctx + a.warmup + a.steps),
+                 PagesForTokens(probe_spec, a.short_ctx + a.warmup + a.steps)) + 1;
+    absl::StatusOr<std::unique_ptr<CudaKvCache>> made =
+        MakeCache(codec, shape, a.batch * pages_per_seq, a.batch);
+    if (!made.ok()) {
+      std::printf("| %s | error: %s |\n", codec.c_str(), std::string(made.status().message()).c_str());
+      continue;
+    }
+    CudaKvCache& cache = **made;
+    if (absl::Status s = FillCudaKvCacheRandom(cache, 3); !s.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+      return 1;
+    }
+    std::vector<int32_t> tables(size_t(a.batch) * pages_per_seq);
+    for (size_t i = 0; i < tables.size(); ++i) tables[i] = static_cast<int32_t>(i);
+    const Timing t = TimeSteps(model, cache, a, a.ctx, pages_per_seq, tables);
+    const Timing ts = TimeSteps(model, cache, a, a.short_ctx, pages_per_seq, tables);
+    const KvCacheSpec& spec = cache.spec();
+    const double seq_bytes =
+        double(PagesForTokens(spec, a.ctx)) * spec.page_bytes + double(spec.slot_bytes);
+    const double budget = a.budget_gb * 1e9 - double(spec.fixed_bytes);
+    const long max_seqs = budget > 0 ? static_cast<long>(std::floor(budget / seq_bytes)) : 0;
+    const double tps = a.batch * 1000.0 / t.mean_ms;
+    if (codec == "fp16") fp16_tps = tps;
+    char ratio[32] = "-";
+    if (fp16_tps > 0) std::snprintf(ratio, sizeof(ratio), "%.2fx", tps / fp16_tps);
+    std::printf("| %s | %.3f (min %.3f, max %.3f) | %.0f | %s | %.3f | %.0f%% | %.1f | %ld |\n",
+                codec.c_str(), t.mean_ms, t.min_ms, t.max_ms, tps, ratio, ts.mean_ms,
+                100.0 * (t.mean_ms - ts.mean_ms) / t.mean_ms, seq_bytes / (1 << 20), max_seqs);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace vqserve
+
+int main(int argc, char** argv) {
+  using namespace vqserve;
+  Args a;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--models") a.models = absl::StrSplit(v, ',');
+    else if (k == "--codecs") a.codecs = absl::StrSplit(v, ',');
+    else if (k == "--batch") a.batch = std::atoi(v.c_str());
+    else if (k == "--ctx") a.ctx = std::atoi(v.c_str());
+    else if (k == "--short-ctx") a.short_ctx = std::atoi(v.c_str());
+    else if (k == "--warmup") a.warmup = std::atoi(v.c_str());
+    else if (k == "--steps") a.steps = std::atoi(v.c_str());
+    else if (k == "--budget-gb") a.budget_gb = std::atof(v.c_str());
+    else if (k == "--gguf") a.gguf = v;
+    else {
+      std::fprintf(stderr, "unknown flag %s\n", k.c_str());
+      return 2;
+    }
+  }
+  std::string why;
+  if (!CudaDeviceAvailable(&why)) {
+    std::printf("cuda_e2e_decode_bench: skipped: %s\n", why.c_str());
+    return 0;
+  }
+  if (a.steps < 1 || a.batch < 1) return 2;
+  for (const std::string& m : a.models) {
+    if (int rc = RunModel(m, a); rc != 0) return rc;
+  }
+  return 0;
+}

@@ -1,0 +1,66 @@
+#include "runtime/cuda_random_kv.h"
+
+#include <random>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+#if VQSERVE_WITH_CUDA
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+
+#include "kernels/cuda/random_fill.h"
+#endif
+
+namespace vqserve {
+
+VecInferCodebooks RandomVecInferCodebooks(const KvShape& shape, const VecInferOptions& options,
+                                          uint64_t seed) {
+  VecInferCodebooks cb;
+  cb.options = options;
+  cb.shape = shape;
+  const int64_t groups = options.per_head ? shape.num_kv_heads : 1;
+  const PqSpec k = *PqSpecForBits(options.k_bits), v = *PqSpecForBits(options.v_bits);
+  cb.lambda.assign(size_t(shape.num_layers) * shape.num_kv_heads * shape.head_dim, 1.0f);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  // (layers, g, head_dim / d, 2^b, d) = layers * g * head_dim * 2^b floats.
+  cb.k_centroids.resize(size_t(shape.num_layers) * groups * shape.head_dim * (1 << k.code_bits));
+  cb.v_centroids.resize(size_t(shape.num_layers) * groups * shape.head_dim * (1 << v.code_bits));
+  for (float& x : cb.k_centroids) x = u(rng);
+  for (float& x : cb.v_centroids) x = u(rng);
+  return cb;
+}
+
+#if VQSERVE_WITH_CUDA
+
+absl::Status FillCudaKvCacheRandom(CudaKvCache& cache, uint64_t seed) {
+  const KvCacheSpec& spec = cache.spec();
+  const int64_t page_total = static_cast<int64_t>(spec.page_bytes) * cache.num_pages();
+  const int64_t ring_total = static_cast<int64_t>(spec.slot_bytes) * cache.num_slots();
+  std::string err =
+      cache.format() == CudaKvFormat::kVecInfer
+          ? cuda::LaunchFillRandomBytes(cache.pages(), page_total, seed, nullptr)
+          : cuda::LaunchFillRandomHalf(reinterpret_cast<__half*>(cache.pages()), page_total / 2,
+                                       1.0f, 0.0f, seed, nullptr);
+  if (err.empty() && ring_total > 0) {
+    err = cuda::LaunchFillRandomHalf(reinterpret_cast<__half*>(cache.ring(0, 0)),
+                                     ring_total / 2, 1.0f, 0.0f, seed + 1, nullptr);
+  }
+  if (err.empty()) {
+    if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) err = cudaGetErrorString(e);
+  }
+  if (!err.empty()) return absl::InternalError(absl::StrCat("random kv fill: ", err));
+  return absl::OkStatus();
+}
+
+#else  // no cuda backend in this build
+
+absl::Status FillCudaKvCacheRandom(CudaKvCache&, uint64_t) {
+  return absl::UnimplementedError(
+      "this vqserve was built without the cuda backend (nvcc was not found at configure time)");
+}
+
+#endif
+
+}  // namespace vqserve

@@ -1,0 +1,28 @@
+#ifndef VQSERVE_RUNTIME_CUDA_RANDOM_KV_H_
+#define VQSERVE_RUNTIME_CUDA_RANDOM_KV_H_
+
+// random but valid kv cache contents for benchmarks of the cuda runtime at long contexts,
+// without running the prefills (decode speed does not depend on kv values).
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "runtime/cuda_kv_cache.h"
+#include "runtime/kv_cache.h"
+#include "runtime/vecinfer_codec.h"
+
+namespace vqserve {
+
+// vecinfer codebooks of `shape` and `options` with lambda = 1 and centroids uniform in
+// [-1, 1), deterministic in `seed`; valid for MakeCudaVecInferKvCache. needs no device.
+VecInferCodebooks RandomVecInferCodebooks(const KvShape& shape, const VecInferOptions& options,
+                                          uint64_t seed);
+
+// fills every page and residual ring of `cache` on the device: fp16 pages and rings with
+// finite values uniform in [-1, 1), vecinfer pages with uniform random 8-bit codes. any
+// sequence may then claim any pages and slot with any num_cached. an error without cuda.
+absl::Status FillCudaKvCacheRandom(CudaKvCache& cache, uint64_t seed);
+
+}  // namespace vqserve
+
+#endif  // VQSERVE_RUNTIME_CUDA_RANDOM_KV_H_
