@@ -233,6 +233,19 @@ def targets_section(qdir, results):
     two_bit = [f"{n} {passkey_cell(qdir, n, results[n]) or 'not run'}"
                for n in ("vecinfer-k2v2", "commvq-2", "kivi-k2v2") if n in results]
     out += [f"Passkey at 2 bits: fp16 {fp16_pk}; " + "; ".join(two_bit) + ".", ""]
+    # the passkey target: a 2-bit row equals fp16 at every length it was run at.
+    def by_len(cell):
+        return dict(p.split(" ", 1) for p in cell.split(" · ")) if cell else {}
+    fp16_cells = by_len(fp16_pk)
+    verdict = []
+    for n in ("vecinfer-k2v2", "vecinfer-k2v2+calib16k", "commvq-2"):
+        cells = by_len(passkey_cell(qdir, n, results[n])) if n in results else {}
+        if cells:
+            same = all(fp16_cells.get(k) == v for k, v in cells.items())
+            verdict.append(f"{n} {'yes' if same else 'no'}")
+    if verdict:
+        out += ["Passkey target (2-bit accuracy equal to fp16's at the same lengths): "
+                + "; ".join(verdict) + ".", ""]
     # the attention sink and calibration-size studies, from their rows.
     sink = []
     for n in sorted(results):
