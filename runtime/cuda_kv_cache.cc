@@ -84,24 +84,29 @@ absl::Status CudaKvCache::Allocate() {
   return absl::OkStatus();
 }
 
+void CudaKvCache::InitSpec(const KvCodec& codec, const KvShape& shape, int num_pages,
+                           int num_slots) {
+  shape_ = shape;
+  num_pages_ = num_pages;
+  num_slots_ = num_slots;
+  spec_.codec = codec.name();
+  spec_.page_tokens = codec.page_tokens();
+  spec_.residual_tokens = codec.residual_tokens();
+  spec_.needs_pre_rope_keys = false;
+  ring_tokens_ = spec_.residual_tokens + spec_.page_tokens;
+  layer_page_bytes_ = codec.LayerPageBytes();
+  ring_slot_stride_ = int64_t{2} * ring_tokens_ * shape.num_kv_heads * shape.head_dim;
+  spec_.page_bytes = layer_page_bytes_ * shape.num_layers;
+  spec_.slot_bytes = ring_slot_stride_ * sizeof(uint16_t) * shape.num_layers;
+  spec_.fixed_bytes = codec.FixedBytes();
+  spec_.bytes_per_token = static_cast<double>(spec_.page_bytes) / spec_.page_tokens;
+}
+
 absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKvCache(const KvShape& shape, int num_pages,
                                                             int num_slots) {
   std::unique_ptr<KvCodec> codec = MakeFp16Codec(shape);
   std::unique_ptr<CudaKvCache> c(new CudaKvCache());
-  c->shape_ = shape;
-  c->num_pages_ = num_pages;
-  c->num_slots_ = num_slots;
-  c->spec_.codec = codec->name();
-  c->spec_.page_tokens = codec->page_tokens();
-  c->spec_.residual_tokens = codec->residual_tokens();
-  c->spec_.needs_pre_rope_keys = false;
-  c->ring_tokens_ = c->spec_.residual_tokens + c->spec_.page_tokens;
-  c->layer_page_bytes_ = codec->LayerPageBytes();
-  c->ring_slot_stride_ = int64_t{2} * c->ring_tokens_ * shape.num_kv_heads * shape.head_dim;
-  c->spec_.page_bytes = c->layer_page_bytes_ * shape.num_layers;
-  c->spec_.slot_bytes = c->ring_slot_stride_ * sizeof(uint16_t) * shape.num_layers;
-  c->spec_.fixed_bytes = 0;
-  c->spec_.bytes_per_token = static_cast<double>(c->spec_.page_bytes) / c->spec_.page_tokens;
+  c->InitSpec(*codec, shape, num_pages, num_slots);
   if (absl::Status st = c->Allocate(); !st.ok()) return st;
   return c;
 }
@@ -115,20 +120,7 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
   const PqSpec k = *PqSpecForBits(cb->options.k_bits), v = *PqSpecForBits(cb->options.v_bits);
   std::unique_ptr<CudaKvCache> c(new CudaKvCache());
   c->format_ = CudaKvFormat::kVecInfer;
-  c->shape_ = shape;
-  c->num_pages_ = num_pages;
-  c->num_slots_ = num_slots;
-  c->spec_.codec = name;
-  c->spec_.page_tokens = codec->page_tokens();
-  c->spec_.residual_tokens = codec->residual_tokens();
-  c->spec_.needs_pre_rope_keys = false;
-  c->ring_tokens_ = c->spec_.residual_tokens + c->spec_.page_tokens;
-  c->layer_page_bytes_ = codec->LayerPageBytes();
-  c->ring_slot_stride_ = int64_t{2} * c->ring_tokens_ * shape.num_kv_heads * shape.head_dim;
-  c->spec_.page_bytes = c->layer_page_bytes_ * shape.num_layers;
-  c->spec_.slot_bytes = c->ring_slot_stride_ * sizeof(uint16_t) * shape.num_layers;
-  c->spec_.fixed_bytes = codec->FixedBytes();
-  c->spec_.bytes_per_token = static_cast<double>(c->spec_.page_bytes) / c->spec_.page_tokens;
+  c->InitSpec(*codec, shape, num_pages, num_slots);
   if (c->spec_.page_tokens != 32) return absl::InternalError("cuda vecinfer cache: pages of 32");
   if (absl::Status st = c->Allocate(); !st.ok()) return st;
   // constants: lambda, k centroids, v centroids, back to back.

@@ -65,6 +65,8 @@ class CudaKvCache : public KvCache {
       std::shared_ptr<const VecInferCodebooks>, int, int);
   CudaKvCache() = default;
   // allocates pages and rings for spec_ (page_bytes, slot_bytes) and the counts.
+  // sizes and spec of a cache holding `codec`'s pages (format_ set by the caller).
+  void InitSpec(const KvCodec& codec, const KvShape& shape, int num_pages, int num_slots);
   absl::Status Allocate();
 
   CudaKvFormat format_ = CudaKvFormat::kFp16;

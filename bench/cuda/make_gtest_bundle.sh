@@ -6,16 +6,5 @@
 set -e
 BUILD=${1:-build-b}
 ARCHIVE=${2:-.devbuild/runB/gtest.tar.xz}
-TMP=$(mktemp -d)
-mkdir -p "$TMP/lib" "$(dirname "$ARCHIVE")"
-cp "$BUILD/bin/cuda_decode_attention_test" "$TMP/"
-strip "$TMP/cuda_decode_attention_test" || true
-ldd "$BUILD/bin/cuda_decode_attention_test" | awk '/=>/ {print $3}' | while read -r l; do
-  case $(basename "$l") in
-    libcublas*|libcudart*|libc.so*|libm.so*|libpthread*|libdl.so*|librt.so*|ld-linux*|libcuda.so*) ;;
-    *) cp -L "$l" "$TMP/lib/" ;;
-  esac
-done
-tar -C "$TMP" -cJf "$ARCHIVE" .
-rm -rf "$TMP"
+bash bench/cuda/bundle_binaries.sh "$BUILD" "$ARCHIVE" cuda_decode_attention_test
 ls -la "$ARCHIVE"

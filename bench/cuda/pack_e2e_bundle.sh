@@ -9,13 +9,5 @@ BUILD=${1:-build-c}
 DIR=${DIR:-.devbuild/runC}
 bins="cuda_e2e_decode_bench"
 mkdir -p "$DIR"
-stage=$(mktemp -d)
-mkdir -p "$stage/lib"
-for b in $bins; do cp "$BUILD/bin/$b" "$stage/"; done
-for b in $bins; do
-  ldd "$BUILD/bin/$b" | awk '/=> \// {print $3}'
-done | sort -u | grep -vE '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*|libcuda|libcublas[^/]*)\.so' |
-  while read -r lib; do cp -L "$lib" "$stage/lib/"; done
-tar -C "$stage" -cJf "$DIR/bundle.tar.xz" .
-rm -rf "$stage"
+bash bench/cuda/bundle_binaries.sh "$BUILD" "$DIR/bundle.tar.xz" $bins
 ls -la "$DIR"

@@ -11,15 +11,7 @@ DIR=${DIR:-.devbuild/runA}
 MODEL=${MODEL:-models/SmolLM2-135M-Instruct.Q4_1.gguf}
 bins="vqserve vqctl cuda_vecinfer_model_test cuda_serve_test cuda_model_test cuda_decode_attention_test"
 mkdir -p "$DIR"
-stage=$(mktemp -d)
-mkdir -p "$stage/lib"
-for b in $bins; do cp "$BUILD/bin/$b" "$stage/"; done
-for b in $bins; do
-  ldd "$BUILD/bin/$b" | awk '/=> \// {print $3}'
-done | sort -u | grep -vE '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*|libcuda|libcublas[^/]*)\.so' |
-  while read -r lib; do cp -L "$lib" "$stage/lib/"; done
-tar -C "$stage" -cJf "$DIR/bundle.tar.xz" .
-rm -rf "$stage"
+bash bench/cuda/bundle_binaries.sh "$BUILD" "$DIR/bundle.tar.xz" $bins
 if [ ! -f "$DIR/model.gguf.xz" ]; then
   python3 bench/cuda/truncate_gguf.py "$MODEL" "$DIR/model.gguf" "${BLOCKS:-4}"
   xz -T2 -f "$DIR/model.gguf"
