@@ -7,7 +7,7 @@
 // --budget-gb (1e9 bytes) from the cache's own spec. without a cuda device it says so, exit 0.
 // usage: cuda_e2e_decode_bench [--models llama8b,smollm2] [--codecs fp16,vecinfer-k2v2,...]
 //   [--batch 16] [--ctx 32768] [--short-ctx 256] [--warmup 4] [--steps 32] [--budget-gb 80]
-//   [--gguf PATH]
+//   [--gguf PATH] [--sink-tokens 32 (coded caches; fp16 has none)]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "runtime/cuda_kv_cache.h"
 #include "runtime/cuda_llama_model.h"
@@ -34,6 +35,7 @@ struct Args {
   std::vector<std::string> models = {"llama8b", "smollm2"};
   std::vector<std::string> codecs = {"fp16", "vecinfer-k2v2", "vecinfer-k1v1"};
   int batch = 16, ctx = 32768, short_ctx = 256, warmup = 4, steps = 32;
+  int sink_tokens = 32;  // as `vqserve serve`'s --kv-sink-tokens default
   double budget_gb = 80;
   std::string gguf;
 };
@@ -91,14 +93,19 @@ Timing TimeSteps(LlamaModel& model, CudaKvCache& cache, const Args& a, int ctx, 
   return t;
 }
 
+// fp16 pages; kivi-kBvB; vecinfer-* over random codebooks. coded caches keep `sink` fp16 tokens.
 absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCache(const std::string& codec,
-                                                       const KvShape& shape, int pages, int slots) {
+                                                       const KvShape& shape, int pages, int slots,
+                                                       int sink) {
   if (codec == "fp16") return MakeCudaKvCache(shape, pages, slots);
+  if (absl::StartsWith(codec, "kivi-")) {
+    return MakeCudaKvCacheForCodec(codec, shape, nullptr, pages, slots, sink);
+  }
   absl::StatusOr<VecInferOptions> o = VecInferOptionsForName(codec);
   if (!o.ok()) return o.status();
   return MakeCudaVecInferKvCache(
       std::make_shared<const VecInferCodebooks>(RandomVecInferCodebooks(shape, *o, 11)), pages,
-      slots);
+      slots, sink);
 }
 
 int RunModel(const std::string& name, const Args& a) {
@@ -113,10 +120,10 @@ int RunModel(const std::string& name, const Args& a) {
   const KvShape shape = model.kv_shape();
   std::printf("\n### %s: %d layers, hidden %d, %d q / %d kv heads, head_dim %d, ffn %d, vocab %d"
               " (%s)\n\nbatch %d x context %d, %d timed decode steps after %d warm-up; short "
-              "context %d; kv budget %.0f GB\n\n",
+              "context %d; kv budget %.0f GB; coded caches keep a %d-token fp16 sink\n\n",
               name.c_str(), c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads, c.head_dim,
               c.ffn_size, c.vocab_size, a.gguf.empty() ? "random weights" : a.gguf.c_str(),
-              a.batch, a.ctx, a.steps, a.warmup, a.short_ctx, a.budget_gb);
+              a.batch, a.ctx, a.steps, a.warmup, a.short_ctx, a.budget_gb, a.sink_tokens);
   std::printf("| codec | ms/step | tokens/s | vs fp16 | ms/step at ctx %d | ctx-dependent share |"
               " KV MiB / seq at %d | max seqs in %.0f GB |\n|---|---|---|---|---|---|---|---|\n",
               a.short_ctx, a.ctx, a.budget_gb);
@@ -125,7 +132,7 @@ int RunModel(const std::string& name, const Args& a) {
   for (const std::string& codec : a.codecs) {
     KvCacheSpec probe_spec;
     {
-      absl::StatusOr<std::unique_ptr<CudaKvCache>> probe = MakeCache(codec, shape, 1, 1);
+      absl::StatusOr<std::unique_ptr<CudaKvCache>> probe = MakeCache(codec, shape, 1, 1, a.sink_tokens);
       if (!probe.ok()) {
         std::printf("| %s | error: %s |\n", codec.c_str(),
                     std::string(probe.status().message()).c_str());
@@ -137,7 +144,7 @@ int RunModel(const std::string& name, const Args& a) {
         std::max(PagesForTokens(probe_spec, a.ctx + a.warmup + a.steps),
                  PagesForTokens(probe_spec, a.short_ctx + a.warmup + a.steps)) + 1;
     absl::StatusOr<std::unique_ptr<CudaKvCache>> made =
-        MakeCache(codec, shape, a.batch * pages_per_seq, a.batch);
+        MakeCache(codec, shape, a.batch * pages_per_seq, a.batch, a.sink_tokens);
     if (!made.ok()) {
       std::printf("| %s | error: %s |\n", codec.c_str(), std::string(made.status().message()).c_str());
       continue;
@@ -183,6 +190,7 @@ int main(int argc, char** argv) {
     else if (k == "--short-ctx") a.short_ctx = std::atoi(v.c_str());
     else if (k == "--warmup") a.warmup = std::atoi(v.c_str());
     else if (k == "--steps") a.steps = std::atoi(v.c_str());
+    else if (k == "--sink-tokens") a.sink_tokens = std::atoi(v.c_str());
     else if (k == "--budget-gb") a.budget_gb = std::atof(v.c_str());
     else if (k == "--gguf") a.gguf = v;
     else {

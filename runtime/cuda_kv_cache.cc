@@ -1,5 +1,6 @@
 #include "runtime/cuda_kv_cache.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -10,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/codec_factory.h"
 #include "runtime/fp16_codec.h"
+#include "runtime/kivi_codec.h"
 
 #if VQSERVE_WITH_CUDA
 #include <cuda_runtime_api.h>
@@ -19,8 +21,8 @@ namespace vqserve {
 
 namespace {
 constexpr char kCudaCodecs[] =
-    "fp16, vecinfer-k4v4, vecinfer-k2v2, vecinfer-k2v1, vecinfer-k1v1 (with any of the "
-    "-nosmooth, -nohadamard, -perhead suffixes)";
+    "fp16, kivi-k2v2, kivi-k4v4, vecinfer-k4v4, vecinfer-k2v2, vecinfer-k2v1, vecinfer-k1v1 "
+    "(with any of the -nosmooth, -nohadamard, -perhead suffixes)";
 }  // namespace
 
 absl::Status CudaKvCodecSupported(const std::string& name, int head_dim) {
@@ -28,7 +30,7 @@ absl::Status CudaKvCodecSupported(const std::string& name, int head_dim) {
     return absl::InvalidArgumentError(
         absl::StrCat("the cuda runtime needs head_dim 64 or 128, the model has ", head_dim));
   }
-  if (name == "fp16") return absl::OkStatus();
+  if (name == "fp16" || name == "kivi-k2v2" || name == "kivi-k4v4") return absl::OkStatus();
   bool ok = false;
   if (absl::StartsWith(name, "vecinfer-")) {
     absl::StatusOr<VecInferOptions> o = VecInferOptionsForName(name);
@@ -49,6 +51,7 @@ absl::Status CudaKvCodecSupported(const std::string& name, int head_dim) {
 CudaKvCache::~CudaKvCache() {
   if (pages_ != nullptr) cudaFree(pages_);
   if (rings_ != nullptr) cudaFree(rings_);
+  if (sinks_ != nullptr) cudaFree(sinks_);
   if (constants_ != nullptr) cudaFree(constants_);
 }
 
@@ -67,9 +70,17 @@ uint16_t* CudaKvCache::ring(int layer, int which) const {
   return rings_ + ring_slot_stride_ * (static_cast<int64_t>(layer) * num_slots_) + array * which;
 }
 
+uint16_t* CudaKvCache::sink(int layer, int which) const {
+  if (sinks_ == nullptr) return nullptr;
+  const int64_t array = sink_slot_stride_ / 2;
+  return sinks_ + sink_slot_stride_ * (static_cast<int64_t>(layer) * num_slots_) + array * which;
+}
+
 absl::Status CudaKvCache::Allocate() {
   const size_t page_total = spec_.page_bytes * static_cast<size_t>(num_pages_);
-  const size_t ring_total = spec_.slot_bytes * static_cast<size_t>(num_slots_);
+  const size_t sink_total = static_cast<size_t>(sink_slot_stride_) * sizeof(uint16_t) *
+                            shape_.num_layers * num_slots_;
+  const size_t ring_total = spec_.slot_bytes * static_cast<size_t>(num_slots_) - sink_total;
   void* p = nullptr;
   if (cudaError_t e = cudaMalloc(&p, page_total > 0 ? page_total : 1); e != cudaSuccess) {
     return absl::ResourceExhaustedError(
@@ -81,11 +92,18 @@ absl::Status CudaKvCache::Allocate() {
         absl::StrCat("cuda kv cache: ", ring_total, " bytes of rings: ", cudaGetErrorString(e)));
   }
   rings_ = static_cast<uint16_t*>(p);
+  if (sink_total > 0) {
+    if (cudaError_t e = cudaMalloc(&p, sink_total); e != cudaSuccess) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("cuda kv cache: ", sink_total, " bytes of sinks: ", cudaGetErrorString(e)));
+    }
+    sinks_ = static_cast<uint16_t*>(p);
+  }
   return absl::OkStatus();
 }
 
 void CudaKvCache::InitSpec(const KvCodec& codec, const KvShape& shape, int num_pages,
-                           int num_slots) {
+                           int num_slots, int sink_tokens) {
   shape_ = shape;
   num_pages_ = num_pages;
   num_slots_ = num_slots;
@@ -93,11 +111,15 @@ void CudaKvCache::InitSpec(const KvCodec& codec, const KvShape& shape, int num_p
   spec_.page_tokens = codec.page_tokens();
   spec_.residual_tokens = codec.residual_tokens();
   spec_.needs_pre_rope_keys = false;
+  spec_.sink_tokens = spec_.residual_tokens > 0
+                          ? std::max(0, sink_tokens) / spec_.page_tokens * spec_.page_tokens
+                          : 0;
   ring_tokens_ = spec_.residual_tokens + spec_.page_tokens;
   layer_page_bytes_ = codec.LayerPageBytes();
   ring_slot_stride_ = int64_t{2} * ring_tokens_ * shape.num_kv_heads * shape.head_dim;
   spec_.page_bytes = layer_page_bytes_ * shape.num_layers;
-  spec_.slot_bytes = ring_slot_stride_ * sizeof(uint16_t) * shape.num_layers;
+  sink_slot_stride_ = int64_t{2} * spec_.sink_tokens * shape.num_kv_heads * shape.head_dim;
+  spec_.slot_bytes = (ring_slot_stride_ + sink_slot_stride_) * sizeof(uint16_t) * shape.num_layers;
   spec_.fixed_bytes = codec.FixedBytes();
   spec_.bytes_per_token = static_cast<double>(spec_.page_bytes) / spec_.page_tokens;
 }
@@ -111,8 +133,23 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKvCache(const KvShape& shap
   return c;
 }
 
+absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKiviKvCache(const KvShape& shape, int bits,
+                                                                int num_pages, int num_slots,
+                                                                int sink_tokens) {
+  if (bits != 2 && bits != 4) return absl::InvalidArgumentError("cuda kivi cache: bits 2 or 4");
+  if (absl::Status st = CudaKvCodecSupported("kivi-k2v2", shape.head_dim); !st.ok()) return st;
+  std::unique_ptr<KvCodec> codec = MakeKiviCodec(shape, bits);
+  std::unique_ptr<CudaKvCache> c(new CudaKvCache());
+  c->format_ = CudaKvFormat::kKivi;
+  c->kivi_bits_ = bits;
+  c->InitSpec(*codec, shape, num_pages, num_slots, sink_tokens);
+  if (c->spec_.page_tokens != 32) return absl::InternalError("cuda kivi cache: pages of 32");
+  if (absl::Status st = c->Allocate(); !st.ok()) return st;
+  return c;
+}
+
 absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
-    std::shared_ptr<const VecInferCodebooks> cb, int num_pages, int num_slots) {
+    std::shared_ptr<const VecInferCodebooks> cb, int num_pages, int num_slots, int sink_tokens) {
   const KvShape& shape = cb->shape;
   const std::string name = VecInferCodecName(cb->options);
   if (absl::Status st = CudaKvCodecSupported(name, shape.head_dim); !st.ok()) return st;
@@ -120,7 +157,7 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
   const PqSpec k = *PqSpecForBits(cb->options.k_bits), v = *PqSpecForBits(cb->options.v_bits);
   std::unique_ptr<CudaKvCache> c(new CudaKvCache());
   c->format_ = CudaKvFormat::kVecInfer;
-  c->InitSpec(*codec, shape, num_pages, num_slots);
+  c->InitSpec(*codec, shape, num_pages, num_slots, sink_tokens);
   if (c->spec_.page_tokens != 32) return absl::InternalError("cuda vecinfer cache: pages of 32");
   if (absl::Status st = c->Allocate(); !st.ok()) return st;
   // constants: lambda, k centroids, v centroids, back to back.
@@ -156,13 +193,18 @@ void CudaKvCache::Append(int, const KvSeqRef&, int, const float*, const float*, 
 }
 void CudaKvCache::Attend(int, const KvSeqRef&, int, const float*, float*) { std::abort(); }
 uint16_t* CudaKvCache::ring(int, int) const { return nullptr; }
+uint16_t* CudaKvCache::sink(int, int) const { return nullptr; }
 
 absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKvCache(const KvShape&, int, int) {
   return absl::UnimplementedError(
       "this vqserve was built without the cuda backend (nvcc was not found at configure time)");
 }
 absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
-    std::shared_ptr<const VecInferCodebooks>, int, int) {
+    std::shared_ptr<const VecInferCodebooks>, int, int, int) {
+  return MakeCudaKvCache(KvShape(), 0, 0);
+}
+absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKiviKvCache(const KvShape&, int, int, int,
+                                                                int) {
   return MakeCudaKvCache(KvShape(), 0, 0);
 }
 
@@ -170,9 +212,13 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
 
 absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKvCacheForCodec(
     const std::string& name, const KvShape& shape, const CodebookFile* codebooks, int num_pages,
-    int num_slots) {
+    int num_slots, int sink_tokens) {
   if (absl::Status st = CudaKvCodecSupported(name, shape.head_dim); !st.ok()) return st;
   if (name == "fp16") return MakeCudaKvCache(shape, num_pages, num_slots);
+  if (name == "kivi-k2v2" || name == "kivi-k4v4") {
+    return MakeCudaKiviKvCache(shape, name == "kivi-k2v2" ? 2 : 4, num_pages, num_slots,
+                               sink_tokens);
+  }
   // the cpu factory checks the artifact against the name and shape with its own messages.
   absl::StatusOr<std::unique_ptr<KvCodec>> check = MakeCodec(name, shape, codebooks);
   if (!check.ok()) return check.status();
@@ -181,7 +227,7 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKvCacheForCodec(
   absl::StatusOr<VecInferCodebooks> cb = VecInferCodebooks::FromBlobs(shape, *opts, codebooks->blobs);
   if (!cb.ok()) return cb.status();
   return MakeCudaVecInferKvCache(std::make_shared<const VecInferCodebooks>(std::move(*cb)),
-                                 num_pages, num_slots);
+                                 num_pages, num_slots, sink_tokens);
 }
 
 }  // namespace vqserve

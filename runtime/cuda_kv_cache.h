@@ -1,9 +1,10 @@
 #ifndef VQSERVE_RUNTIME_CUDA_KV_CACHE_H_
 #define VQSERVE_RUNTIME_CUDA_KV_CACHE_H_
 
-// the kv cache of the cuda model: pages ("fp16", or "vecinfer-kXvY" with 8-bit codes, of
-// docs/kv_formats.md) and fp16 residual rings in device memory, with the same spec, flush policy
-// and page metadata as a PagedKvCache over the same codec. the cuda model appends and attends on
+// the kv cache of the cuda model: pages ("fp16", "kivi-k2v2" / "kivi-k4v4", or "vecinfer-kXvY"
+// with 8-bit codes, of docs/kv_formats.md), fp16 residual rings and, for the coded formats, the
+// fp16 attention sink of each slot in device memory, with the same spec, flush policy and page
+// metadata as a PagedKvCache over the same codec and sink. the cuda model appends and attends on
 // the device itself; the host Append / Attend of KvCache are not offered (they abort).
 
 #include <cstddef>
@@ -18,7 +19,7 @@
 
 namespace vqserve {
 
-enum class CudaKvFormat { kFp16, kVecInfer };
+enum class CudaKvFormat { kFp16, kKivi, kVecInfer };
 
 // a vecinfer cache's constants in device memory, all layers, laid out as VecInferCodebooks:
 // lambda (layers, H, D); k_centroids (layers, g, D / k_sub_dim, 256, k_sub_dim); v likewise.
@@ -49,27 +50,38 @@ class CudaKvCache : public KvCache {
 
   // device layout: page j's slice of `layer` at pages() + j * spec().page_bytes +
   // layer * layer_page_bytes(); ring rows of (layer, slot) at ring(layer, which) +
-  // slot * ring_slot_stride() (which 0: k after rope, 1: v), ring_tokens() rows of H * D.
+  // slot * ring_slot_stride() (which 0: k after rope, 1: v), ring_tokens() rows of H * D;
+  // sink rows of (layer, slot) at sink(layer, which) + slot * sink_slot_stride(),
+  // spec().sink_tokens rows of H * D (null when the sink is 0).
   uint8_t* pages() const { return pages_; }
   size_t layer_page_bytes() const { return layer_page_bytes_; }
   uint16_t* ring(int layer, int which) const;
   int64_t ring_slot_stride() const { return ring_slot_stride_; }
   int ring_tokens() const { return ring_tokens_; }
+  uint16_t* sink(int layer, int which) const;
+  int64_t sink_slot_stride() const { return sink_slot_stride_; }
   CudaKvFormat format() const { return format_; }
+  // kivi only: bits per code (2 or 4).
+  int kivi_bits() const { return kivi_bits_; }
   // vecinfer only.
   const CudaVecInferConstants& vecinfer() const { return vecinfer_; }
 
  private:
   friend absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKvCache(const KvShape&, int, int);
   friend absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
-      std::shared_ptr<const VecInferCodebooks>, int, int);
+      std::shared_ptr<const VecInferCodebooks>, int, int, int);
+  friend absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKiviKvCache(const KvShape&, int,
+                                                                          int, int, int);
   CudaKvCache() = default;
-  // allocates pages and rings for spec_ (page_bytes, slot_bytes) and the counts.
-  // sizes and spec of a cache holding `codec`'s pages (format_ set by the caller).
-  void InitSpec(const KvCodec& codec, const KvShape& shape, int num_pages, int num_slots);
+  // sizes and spec of a cache holding `codec`'s pages (format_ set by the caller); the sink is
+  // rounded down to pages as PagedKvCache does (0 for codecs without a residual ring).
+  void InitSpec(const KvCodec& codec, const KvShape& shape, int num_pages, int num_slots,
+                int sink_tokens = 0);
+  // allocates pages, rings and sinks for spec_ (page_bytes, slot_bytes) and the counts.
   absl::Status Allocate();
 
   CudaKvFormat format_ = CudaKvFormat::kFp16;
+  int kivi_bits_ = 0;
   CudaVecInferConstants vecinfer_;
   float* constants_ = nullptr;  // device: lambda, k then v centroids
 
@@ -82,6 +94,8 @@ class CudaKvCache : public KvCache {
   int64_t ring_slot_stride_ = 0;  // fp16 elements: 2 arrays x ring_tokens x H x D
   uint8_t* pages_ = nullptr;      // device
   uint16_t* rings_ = nullptr;     // device: (layer, slot, k|v, ring_tokens, H, D)
+  int64_t sink_slot_stride_ = 0;  // fp16 elements: 2 arrays x sink_tokens x H x D
+  uint16_t* sinks_ = nullptr;     // device: (layer, slot, k|v, sink_tokens, H, D)
 };
 
 // an fp16 paged cache of `num_pages` pages and `num_slots` rings on the current cuda device;
@@ -90,19 +104,27 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKvCache(const KvShape& shap
                                                             int num_slots);
 
 // a vecinfer cache over `codebooks` (8-bit codes: 4, 2 or 1 bits per element; key / value
-// sub-vectors (2,2), (4,4), (8,8) or (4,8), as the fused decode kernel takes them).
+// sub-vectors (2,2), (4,4), (8,8) or (4,8), as the fused decode kernel takes them), keeping the
+// first `sink_tokens` tokens (rounded down to pages) of each sequence in fp16.
 absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
-    std::shared_ptr<const VecInferCodebooks> codebooks, int num_pages, int num_slots);
+    std::shared_ptr<const VecInferCodebooks> codebooks, int num_pages, int num_slots,
+    int sink_tokens = 0);
 
-// ok when the cuda runtime can hold codec `name` ("fp16" and the vecinfer widths above) for kv
-// heads of `head_dim` (64 or 128; 0: not checked); else one line saying which codecs it holds.
-// needs no device.
+// a "kivi-kBvB" cache (bits 2 or 4) with the sink as above.
+absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKiviKvCache(const KvShape& shape, int bits,
+                                                                int num_pages, int num_slots,
+                                                                int sink_tokens = 0);
+
+// ok when the cuda runtime can hold codec `name` ("fp16", "kivi-k2v2", "kivi-k4v4" and the
+// vecinfer widths above) for kv heads of `head_dim` (64 or 128; 0: not checked); else one line
+// saying which codecs it holds. needs no device.
 absl::Status CudaKvCodecSupported(const std::string& name, int head_dim = 0);
 
-// the cache of codec `name` for `shape` (codebooks: the artifact calibrated for it, or null).
+// the cache of codec `name` for `shape` (codebooks: the artifact calibrated for it, or null),
+// with the attention sink of PagedKvCache (`sink_tokens` rounded down to pages; fp16 has none).
 absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKvCacheForCodec(
     const std::string& name, const KvShape& shape, const CodebookFile* codebooks, int num_pages,
-    int num_slots);
+    int num_slots, int sink_tokens = 0);
 
 }  // namespace vqserve
 

@@ -25,6 +25,8 @@
 #include "kernels/cuda/random_fill.h"
 #include "kernels/cpu/rope.h"
 #include "runtime/cuda_device_array.h"
+#include "runtime/cuda_coded_step.h"
+#include "runtime/cuda_kivi_step.h"
 #include "runtime/cuda_kv_cache.h"
 #include "runtime/cuda_vecinfer_step.h"
 #include "runtime/gguf_file.h"
@@ -105,6 +107,7 @@ class CudaLlamaModel : public LlamaModel {
   DeviceArray<int32_t> meta_;
   DeviceArray<float> x_, qkv_, att_, gu_, logits_, workspace_;
   DeviceArray<__half> xn_, att16_, h_;
+  CudaCodedStep coded_;  // flushes, sink and gathers of vecinfer and kivi caches
   CudaVecInferStep vecinfer_;
 };
 
@@ -333,7 +336,8 @@ void CudaLlamaModel::ForwardOneCache(std::span<const ForwardSeq> batch,
   }
   meta_.UploadAsync(meta, stream_);
   const bool vecinfer = cache->format() == CudaKvFormat::kVecInfer;
-  if (vecinfer) vecinfer_.Plan(*cache, cached, num_new, tables, stride, stream_);
+  const bool kivi = cache->format() == CudaKvFormat::kKivi;
+  if (vecinfer || kivi) coded_.Plan(*cache, cached, num_new, tables, stride, stream_);
   const int32_t* d = meta_.data();
   const int32_t *d_ids = d, *d_seq = d + n, *d_pos = d + 2 * n;
   const int32_t *d_slots = d + 3 * n, *d_cached = d_slots + b_count, *d_before = d_cached + b_count,
@@ -366,6 +370,8 @@ void CudaLlamaModel::ForwardOneCache(std::span<const ForwardSeq> batch,
   step.ring_tokens = cache->ring_tokens();
   step.num_kv_heads = nkv;
   step.head_dim = hd;
+  step.sink_slot_stride = cache->sink_slot_stride();
+  step.sink_tokens = spec.sink_tokens;
 
   cuda::DecodeAttentionParams dp;
   if (all_single) {
@@ -405,6 +411,8 @@ void CudaLlamaModel::ForwardOneCache(std::span<const ForwardSeq> batch,
     step.layer_offset = static_cast<int64_t>(cache->layer_page_bytes()) * l;
     step.ring_k = cache->ring(l, 0);
     step.ring_v = cache->ring(l, 1);
+    step.sink_k = cache->sink(l, 0);
+    step.sink_v = cache->sink(l, 1);
     // attention block.
     Check(cuda::LaunchRmsNormHalf(x_.data(), nullptr, w.attn_norm.data(), xn_.data(), n, hid,
                                   c.rms_eps, stream_),
@@ -416,13 +424,19 @@ void CudaLlamaModel::ForwardOneCache(std::span<const ForwardSeq> batch,
     Check(cuda::LaunchRope(qkv_.data() + qd, qkvd, n, nkv, hd, rope_half_, d_pos,
                            rope_freqs_.data(), stream_),
           "rope k");
-    if (vecinfer) {
+    if (vecinfer || kivi) {
       dp.layer_offset = step.layer_offset;
       dp.res_k = step.ring_k;
       dp.res_v = step.ring_v;
-      Check(vecinfer_.Layer(*cache, l, step, qkv_.data(), qkvd, nh, att_.data(), qd, all_single,
-                            dp, stream_),
-            "vecinfer kv");
+      if (vecinfer) {
+        Check(vecinfer_.Layer(*cache, l, coded_, step, qkv_.data(), qkvd, nh, att_.data(), qd,
+                              all_single, dp, stream_),
+              "vecinfer kv");
+      } else {
+        Check(CudaKiviLayer(*cache, l, coded_, step, qkv_.data(), qkvd, nh, att_.data(), qd,
+                            all_single, dp, stream_),
+              "kivi kv");
+      }
     } else {
       Check(cuda::LaunchPagedKvFlush(step, max_flush, stream_), "kv flush");
       Check(cuda::LaunchPagedKvAppend(step, qkv_.data() + qd, qkv_.data() + qd + kvd, qkvd,

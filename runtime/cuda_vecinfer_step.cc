@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kernels/cuda/vecinfer_encode.h"
+#include "kernels/cuda/ring_kv_step.h"
 #include "kernels/cuda/vecinfer_kv_step.h"
 
 namespace vqserve {
@@ -30,37 +31,10 @@ cuda::VecInferLayerCodec LayerCodec(const CudaKvCache& cache, int layer) {
 
 }  // namespace
 
-void CudaVecInferStep::Plan(const CudaKvCache& cache, const std::vector<int32_t>& num_cached,
-                            const std::vector<int32_t>& num_new,
-                            const std::vector<int32_t>& tables, int stride,
-                            cudaStream_t stream) {
-  const KvCacheSpec& spec = cache.spec();
-  batch_ = static_cast<int>(num_cached.size());
-  std::vector<int32_t> flush, starts(batch_);
-  page_ids_.clear();
-  int start = 0;
-  for (int j = 0; j < batch_; ++j) {
-    starts[j] = start;
-    const int before = CodedTokens(spec, num_cached[j]);
-    const int after = CodedTokens(spec, num_cached[j] + num_new[j]);
-    for (int first = before; first < after; first += spec.page_tokens) {
-      flush.insert(flush.end(), {j, first, start});
-      page_ids_.push_back(tables[static_cast<size_t>(j) * stride + first / spec.page_tokens]);
-    }
-    start += num_new[j];
-  }
-  flush.insert(flush.end(), starts.begin(), starts.end());
-  meta_.UploadAsync(flush, stream);
-  const size_t page_floats = static_cast<size_t>(spec.page_tokens) *
-                             cache.shape().num_kv_heads * cache.shape().head_dim;
-  stage_k_.Reserve(page_floats * page_ids_.size());
-  stage_v_.Reserve(page_floats * page_ids_.size());
-}
-
 std::string CudaVecInferStep::Layer(const CudaKvCache& cache, int layer,
-                                    const cuda::PagedKvStep& step, const float* qkv,
-                                    int64_t qkv_stride, int num_heads, float* att,
-                                    int64_t att_stride, bool decode,
+                                    const CudaCodedStep& coded, const cuda::PagedKvStep& step,
+                                    const float* qkv, int64_t qkv_stride, int num_heads,
+                                    float* att, int64_t att_stride, bool decode,
                                     cuda::DecodeAttentionParams dp, cudaStream_t stream) {
   const KvShape& s = cache.shape();
   const int D = s.head_dim, H = s.num_kv_heads, n = step.num_tokens;
@@ -68,18 +42,14 @@ std::string CudaVecInferStep::Layer(const CudaKvCache& cache, int layer,
   const float* k = qkv + static_cast<int64_t>(num_heads) * D;
   const float* v = k + static_cast<int64_t>(H) * D;
   const cuda::VecInferLayerCodec codec = LayerCodec(cache, layer);
-  const int count = static_cast<int>(page_ids_.size());
-  const int32_t* d_flush = meta_.data();
-  const int32_t* d_starts = meta_.data() + 3 * count;
-  // 1. pages due this step: gathered (ring before this step's writes, new rows) and encoded.
-  std::string err = cuda::LaunchGatherFlushPages(step, d_flush, count, k, v, qkv_stride,
-                                                 stage_k_.data(), stage_v_.data(), stream);
+  // 1. sink rows, then the pages due this step: gathered (ring before this step's writes, new
+  // rows) and encoded.
+  std::string err = coded.SinkAndGather(step, k, v, qkv_stride, stream);
   if (!err.empty()) return err;
-  const size_t page_floats = static_cast<size_t>(step.page_tokens) * H * D;
-  for (int f = 0; f < count; ++f) {
+  if (coded.flush_count() > 0) {  // every page due, in one launch
     cuda::VecInferEncodeParams ep;
-    ep.k = stage_k_.data() + page_floats * f;
-    ep.v = stage_v_.data() + page_floats * f;
+    ep.k = coded.staged_k(0);
+    ep.v = coded.staged_v(0);
     ep.lambda = codec.lambda;
     ep.hadamard = codec.hadamard;
     ep.k_codebook = codec.k_codebook;
@@ -90,8 +60,13 @@ std::string CudaVecInferStep::Layer(const CudaKvCache& cache, int layer,
     ep.v_sub_dim = codec.v_sub_dim;
     ep.num_kv_heads = H;
     ep.head_dim = D;
-    ep.dst = step.pages + page_ids_[f] * step.page_stride + step.layer_offset;
-    if (err = cuda::LaunchVecInferEncodePage(ep, stream); !err.empty()) return err;
+    ep.dst = step.pages + step.layer_offset;
+    flush_offsets_.resize(coded.flush_count());
+    for (int f = 0; f < coded.flush_count(); ++f) {
+      flush_offsets_[f] = static_cast<int64_t>(coded.flush_page_id(f)) * step.page_stride;
+    }
+    err = cuda::LaunchVecInferEncodePages(ep, flush_offsets_.data(), coded.flush_count(), stream);
+    if (!err.empty()) return err;
   }
   // 2. q~ = H (q * lambda), laid out as q.
   q_tilde_.Reserve(static_cast<size_t>(n) * qkv_stride);
@@ -109,12 +84,14 @@ std::string CudaVecInferStep::Layer(const CudaKvCache& cache, int layer,
     dp.vq_v_codebook_head_stride = codec.v_codebook_head_stride;
     dp.vq_k_sub_dim = codec.k_sub_dim;
     dp.vq_v_sub_dim = codec.v_sub_dim;
+    coded.SetDecodeSink(cache, layer, &dp);
     return cuda::LaunchDecodeAttention(cuda::KvPageFormat::kVecInfer, dp, stream);
   }
   // 3. attention over codes, old ring rows and new rows, then the ring append.
   err = cuda::LaunchVecInferPrefillAttention(step, codec, cache.spec().residual_tokens, q,
                                              q_tilde_.data(), qkv_stride, k, v, qkv_stride,
-                                             d_starts, att, att_stride, num_heads, scale, stream);
+                                             coded.seq_tok_start(), att, att_stride, num_heads,
+                                             scale, stream);
   if (!err.empty()) return err;
   return cuda::LaunchRingAppend(step, k, v, qkv_stride, stream);
 }

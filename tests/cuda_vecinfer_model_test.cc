@@ -2,8 +2,8 @@
 // encoded by the gpu encode kernel, fused decode kernel) against the cpu model (fp32 weights)
 // over a PagedKvCache of the same codec and codebooks: prompts long enough that prefill codes
 // pages and decode flushes more, greedy picks equal (or cpu ties) and logits close; chunked
-// prefill equals token-by-token decode; a step mixing an fp16 and a vecinfer cache equals the
-// two alone. skips itself without a cuda device, the model (VQSERVE_MODEL) or a
+// prefill equals token-by-token decode; the same with the attention sink (32 tokens); a step
+// mixing an fp16 and a vecinfer cache equals the two alone. skips itself without a cuda device, the model (VQSERVE_MODEL) or a
 // vecinfer-k2v2 artifact for it (VQSERVE_VQCB, else tests/util CodebookPath).
 #include <gtest/gtest.h>
 
@@ -22,10 +22,15 @@
 #include "runtime/llama_model.h"
 #include "runtime/paged_kv_cache.h"
 #include "tests/test_paths.h"
+#include "tests/util/model_compare.h"
 #include "tests/util/test_server.h"
 
 namespace vqserve {
 namespace {
+
+using testing::MaxDiff;
+using testing::RunSeq;
+
 
 constexpr char kCodec[] = "vecinfer-k2v2";
 constexpr int kSteps = 40;
@@ -37,67 +42,10 @@ constexpr double kTieMargin = 0.1;  // a different pick within this cpu lead is 
 // chunked prefill vs one token at a time, both on the gpu.
 constexpr double kChunkRelTolerance = 0.02;
 
-int ArgMax(const std::vector<float>& x) {
-  return static_cast<int>(std::max_element(x.begin(), x.end()) - x.begin());
-}
-
 std::string VqcbPath() {
   const char* env = std::getenv("VQSERVE_VQCB");
   if (env != nullptr && *env != '\0') return env;
   return testing::CodebookPath(kCodec);
-}
-
-// one sequence on `cache` (slot `slot`, pages [first_page, first_page + pages)): feeds `prompt`
-// in chunks of `chunk` tokens (0: all at once), then kSteps greedy steps, or `forced` tokens.
-// returns the logits of the last prompt token and of every step.
-std::vector<std::vector<float>> RunSeq(LlamaModel& model, KvCache& cache, int slot, int first_page,
-                                    int pages, const std::vector<int32_t>& prompt, int chunk,
-                                    const std::vector<int32_t>* forced,
-                                    std::vector<int32_t>* picks) {
-  std::vector<int32_t> table(pages), seq;
-  for (int i = 0; i < pages; ++i) table[i] = first_page + pages - 1 - i;
-  std::vector<std::vector<float>> out;
-  auto step = [&](std::span<const int32_t> tokens) {
-    ForwardSeq f;
-    f.tokens = tokens;
-    f.cache = &cache;
-    f.kv.slot = slot;
-    f.kv.block_table = table.data();
-    f.kv.num_blocks = pages;
-    f.kv.num_cached = static_cast<int>(seq.size());
-    seq.insert(seq.end(), tokens.begin(), tokens.end());
-    std::vector<float> logits;
-    model.Forward(std::span<const ForwardSeq>(&f, 1), &logits);
-    return logits;
-  };
-  std::vector<float> last;
-  const int n = static_cast<int>(prompt.size()), c = chunk > 0 ? chunk : n;
-  for (int i = 0; i < n; i += c) {
-    last = step(std::span<const int32_t>(prompt.data() + i, std::min(c, n - i)));
-  }
-  out.push_back(last);
-  for (int s = 0; s < kSteps; ++s) {
-    const int32_t pick = ArgMax(out.back());
-    if (picks != nullptr) picks->push_back(pick);
-    const int32_t next = forced != nullptr ? (*forced)[s] : pick;
-    out.push_back(step(std::span<const int32_t>(&next, 1)));
-  }
-  return out;
-}
-
-// largest |a - b| over all rows; *range: the largest logit range of a's rows.
-double MaxDiff(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b,
-               double* range) {
-  double diff = 0.0;
-  *range = 0.0;
-  for (size_t r = 0; r < a.size(); ++r) {
-    for (size_t i = 0; i < a[r].size(); ++i) {
-      diff = std::max(diff, double(std::fabs(a[r][i] - b[r][i])));
-    }
-    const auto [lo, hi] = std::minmax_element(a[r].begin(), a[r].end());
-    *range = std::max(*range, double(*hi - *lo));
-  }
-  return diff;
 }
 
 class CudaVecInferModelTest : public ::testing::Test {
@@ -133,12 +81,15 @@ class CudaVecInferModelTest : public ::testing::Test {
     pages_per_seq_ = PagesForTokens(vi, 330 + kSteps + 1) + 1;
   }
 
-  std::unique_ptr<KvCache> GpuCache(const std::string& codec) {
+  std::unique_ptr<KvCache> GpuCache(const std::string& codec, int sink = 0) {
     auto c = MakeCudaKvCacheForCodec(codec, gpu_->kv_shape(), codec == "fp16" ? nullptr : book_.get(),
-                                     pages_per_seq_ * 3, 3);
+                                     pages_per_seq_ * 3, 3, sink);
     EXPECT_TRUE(c.ok()) << c.status();
     return c.ok() ? std::unique_ptr<KvCache>(std::move(*c)) : nullptr;
   }
+
+  // the gpu cache against a PagedKvCache of the same codec and sink.
+  void CompareWithCpu(int sink);
 
   std::string path_;
   std::unique_ptr<CodebookFile> book_;
@@ -147,28 +98,30 @@ class CudaVecInferModelTest : public ::testing::Test {
   int pages_per_seq_ = 0;
 };
 
-TEST_F(CudaVecInferModelTest, MatchesCpuPagedCache) {
+void CudaVecInferModelTest::CompareWithCpu(int sink) {
   LoadOptions options;
   options.quantized_decode = false;  // fp32 weights: the closest cpu path to the gpu's fp16
   auto cpu = LlamaModel::Load(path_, options);
   ASSERT_TRUE(cpu.ok()) << cpu.status();
   auto codec = MakeCodec(kCodec, (*cpu)->kv_shape(), book_.get());
   ASSERT_TRUE(codec.ok()) << codec.status();
-  auto cpu_cache = MakePagedKvCache(std::move(*codec), pages_per_seq_ * 3, 3);
-  auto gpu_cache = GpuCache(kCodec);
+  auto cpu_cache = MakePagedKvCache(std::move(*codec), pages_per_seq_ * 3, 3, sink);
+  auto gpu_cache = GpuCache(kCodec, sink);
   ASSERT_NE(gpu_cache, nullptr);
   EXPECT_EQ(cpu_cache->spec().page_bytes, gpu_cache->spec().page_bytes);
   EXPECT_EQ(cpu_cache->spec().slot_bytes, gpu_cache->spec().slot_bytes);
   EXPECT_EQ(cpu_cache->spec().fixed_bytes, gpu_cache->spec().fixed_bytes);
+  EXPECT_EQ(cpu_cache->spec().sink_tokens, gpu_cache->spec().sink_tokens);
   int equal = 0, total = 0;
   double worst = 0.0;
   for (size_t j = 0; j < prompts_.size(); ++j) {
     const int first = static_cast<int>(j) * pages_per_seq_;
     std::vector<int32_t> ref_picks, got_picks;
-    auto ref = RunSeq(**cpu, *cpu_cache, j, first, pages_per_seq_, prompts_[j], 0, nullptr, &ref_picks);
+    auto ref = RunSeq(**cpu, *cpu_cache, j, first, pages_per_seq_, prompts_[j], 0, kSteps,
+                      nullptr, &ref_picks);
     // the gpu is fed the cpu's tokens, so that every step's logits are comparable.
-    auto got = RunSeq(*gpu_, *gpu_cache, j, first, pages_per_seq_, prompts_[j], 0, &ref_picks,
-                   &got_picks);
+    auto got = RunSeq(*gpu_, *gpu_cache, j, first, pages_per_seq_, prompts_[j], 0, kSteps,
+                      &ref_picks, &got_picks);
     for (int s = 0; s < kSteps; ++s) {
       ++total;
       if (ref_picks[s] == got_picks[s]) {
@@ -182,15 +135,20 @@ TEST_F(CudaVecInferModelTest, MatchesCpuPagedCache) {
     }
     double range = 0.0;
     const double diff = MaxDiff(ref, got, &range);
-    std::printf("[%s gpu vs cpu] prompt %zu (%zu tokens): max |dlogit| %.4f, range %.2f, "
-                "ratio %.5f\n",
-                kCodec, j, prompts_[j].size(), diff, range, diff / range);
+    std::printf("[%s sink %d gpu vs cpu] prompt %zu (%zu tokens): max |dlogit| %.4f, range "
+                "%.2f, ratio %.5f\n",
+                kCodec, sink, j, prompts_[j].size(), diff, range, diff / range);
     worst = std::max(worst, diff / range);
   }
-  std::printf("[%s gpu vs cpu] greedy picks equal %d/%d; worst |dlogit|/range %.5f\n", kCodec,
-              equal, total, worst);
+  std::printf("[%s sink %d gpu vs cpu] greedy picks equal %d/%d; worst |dlogit|/range %.5f\n",
+              kCodec, sink, equal, total, worst);
   EXPECT_LE(worst, kCpuRelTolerance);
 }
+
+TEST_F(CudaVecInferModelTest, MatchesCpuPagedCache) { CompareWithCpu(0); }
+
+// the attention sink (one fp16 page, the serve default) on the gpu as on the cpu.
+TEST_F(CudaVecInferModelTest, MatchesCpuPagedCacheWithSink) { CompareWithCpu(32); }
 
 TEST_F(CudaVecInferModelTest, ChunkedPrefillEqualsTokenByToken) {
   auto a = GpuCache(kCodec);
@@ -198,8 +156,9 @@ TEST_F(CudaVecInferModelTest, ChunkedPrefillEqualsTokenByToken) {
   ASSERT_NE(a, nullptr);
   const std::vector<int32_t>& prompt = prompts_[2];
   std::vector<int32_t> picks_a, picks_b;
-  auto whole = RunSeq(*gpu_, *a, 0, 0, pages_per_seq_, prompt, 0, nullptr, &picks_a);
-  auto chunks = RunSeq(*gpu_, *b, 1, pages_per_seq_, pages_per_seq_, prompt, 1, &picks_a, &picks_b);
+  auto whole = RunSeq(*gpu_, *a, 0, 0, pages_per_seq_, prompt, 0, kSteps, nullptr, &picks_a);
+  auto chunks = RunSeq(*gpu_, *b, 1, pages_per_seq_, pages_per_seq_, prompt, 1, kSteps, &picks_a,
+                       &picks_b);
   EXPECT_EQ(picks_a, picks_b);
   double range = 0.0;
   const double diff = MaxDiff(whole, chunks, &range);
@@ -210,8 +169,8 @@ TEST_F(CudaVecInferModelTest, ChunkedPrefillEqualsTokenByToken) {
   // 64-token chunks as well (the engine's chunked prefill).
   auto c = GpuCache(kCodec);
   std::vector<int32_t> picks_c;
-  auto chunk64 = RunSeq(*gpu_, *c, 2, 2 * pages_per_seq_, pages_per_seq_, prompt, 64, &picks_a,
-                     &picks_c);
+  auto chunk64 = RunSeq(*gpu_, *c, 2, 2 * pages_per_seq_, pages_per_seq_, prompt, 64, kSteps,
+                        &picks_a, &picks_c);
   const double diff64 = MaxDiff(whole, chunk64, &range);
   std::printf("[%s gpu] one prefill step vs 64-token chunks: max |dlogit| %.5f\n", kCodec, diff64);
   EXPECT_LE(diff64, kChunkRelTolerance * range);
@@ -258,14 +217,15 @@ TEST_F(CudaVecInferModelTest, MixedCachesInOneStepEqualAlone) {
 
 TEST(CudaKvCacheForCodec, RefusesWhatTheGpuCannotHold) {
   KvShape shape{2, 2, 4, 64};
-  auto kivi = MakeCudaKvCacheForCodec("kivi-k2v2", shape, nullptr, 1, 1);
-  ASSERT_FALSE(kivi.ok());
-  EXPECT_NE(kivi.status().message().find("cuda runtime"), std::string::npos) << kivi.status();
-  for (const char* ok : {"fp16", "vecinfer-k2v2", "vecinfer-k4v4", "vecinfer-k2v1",
-                         "vecinfer-k1v1", "vecinfer-k2v2-perhead", "vecinfer-k2v2-nohadamard"}) {
+  auto commvq = MakeCudaKvCacheForCodec("commvq-2", shape, nullptr, 1, 1);
+  ASSERT_FALSE(commvq.ok());
+  EXPECT_NE(commvq.status().message().find("cuda runtime"), std::string::npos) << commvq.status();
+  for (const char* ok : {"fp16", "kivi-k2v2", "kivi-k4v4", "vecinfer-k2v2", "vecinfer-k4v4",
+                         "vecinfer-k2v1", "vecinfer-k1v1", "vecinfer-k2v2-perhead",
+                         "vecinfer-k2v2-nohadamard"}) {
     EXPECT_TRUE(CudaKvCodecSupported(ok, 64).ok()) << ok;
   }
-  for (const char* bad : {"kivi-k4v4", "commvq-2", "vecinfer-k3v3", "vecinfer-k4v2",
+  for (const char* bad : {"kivi-k3v3", "commvq-2", "vecinfer-k3v3", "vecinfer-k4v2",
                           "vecinfer-k1.5v1.5", "nonsense"}) {
     EXPECT_FALSE(CudaKvCodecSupported(bad, 128).ok()) << bad;
   }

@@ -55,8 +55,9 @@ struct Kernel {
   std::string name;
   KvPageFormat format;
   int kivi_bits, dk, dv, residual;
-  int vecinfer_version = 0;  // 1: the lut kernel (v4) even where the tensor-core kernel applies
+  int vecinfer_version = 0;  // DecodeAttentionParams::vecinfer_version (1 v4 lut, 2 v5, 3 v6, 4 v7, 5 v7r)
   int cvq_rounds = 0, cvq_value_rounds = 0;  // commvq: key / value rounds
+  int fp16_version = 0;  // 1: the element-wise fp16 kernel instead of the staged one
 };
 
 // commvq token scales (fp16 key norms, the first 64 * kv heads bytes of every page): 4 .. 24.
@@ -125,10 +126,14 @@ int main(int argc, char** argv) {
   if (csv) std::fprintf(csv, "copy,0,0,0,0,%.1f,100\n", ceiling / 1e9);
   const std::vector<Kernel> kernels = {
       {"fp16-paged", KvPageFormat::kFp16, 2, 4, 4, 0},
+      {"fp16-paged-v1", KvPageFormat::kFp16, 2, 4, 4, 0, 0, 0, 0, 1},
       {"kivi-k2v2", KvPageFormat::kKivi, 2, 4, 4, 128},
       {"vecinfer-k2v2", KvPageFormat::kVecInfer, 2, 4, 4, 128},
       {"vecinfer-k2v2-lut", KvPageFormat::kVecInfer, 2, 4, 4, 128, 1},
       {"vecinfer-k2v2-mmakeys", KvPageFormat::kVecInfer, 2, 4, 4, 128, 2},
+      {"vecinfer-k2v2-v6", KvPageFormat::kVecInfer, 2, 4, 4, 128, 3},
+      {"vecinfer-k2v2-v7", KvPageFormat::kVecInfer, 2, 4, 4, 128, 4},
+      {"vecinfer-k2v2-v7r", KvPageFormat::kVecInfer, 2, 4, 4, 128, 5},
       {"vecinfer-k1v1", KvPageFormat::kVecInfer, 2, 8, 8, 128},
       {"vecinfer-k2v1", KvPageFormat::kVecInfer, 2, 4, 8, 128},
       {"commvq-1", KvPageFormat::kCommVq, 2, 4, 4, 128, 0, 11, 1},
@@ -246,6 +251,7 @@ int main(int argc, char** argv) {
         p.vq_k_sub_dim = k.dk;
         p.vq_v_sub_dim = k.dv;
         p.vecinfer_version = k.vecinfer_version;
+        p.fp16_version = k.fp16_version;
         if (k.format == KvPageFormat::kCommVq) {
           p.commvq_key_rounds = k.cvq_rounds;
           p.commvq_value_rounds = k.cvq_value_rounds;
@@ -278,7 +284,7 @@ int main(int argc, char** argv) {
           if (csv) std::fprintf(csv, "%s,%d,%d,%.2f,%.0f,%.1f,%.1f\n", k.name.c_str(), batch, ctx, us, bytes, gbps,
                                 100.0 * gbps * 1e9 / ceiling);
           // stage costs of the vecinfer kernel (wrong results on purpose): skip scores / values.
-          if (k.format == KvPageFormat::kVecInfer && k.name == "vecinfer-k2v2-lut" && ((batch == 16 && ctx == 32768) || (batch == 1 && ctx == 131072))) {
+          if (k.format == KvPageFormat::kVecInfer && (k.name == "vecinfer-k2v2-lut" || k.name == "vecinfer-k2v2-v7" || k.name == "vecinfer-k2v2-v7r") && ((batch == 16 && ctx == 32768) || (batch == 1 && ctx == 131072))) {
             for (int skip = 1; skip <= 3; ++skip) {
               p.bench_skip_stages = skip;
               std::vector<float> ms2;

@@ -10,6 +10,8 @@ mkdir -p "$(dirname "$ARCHIVE")"
 stage=$(mktemp -d)
 mkdir -p "$stage/lib"
 for b in "$@"; do cp "$BUILD/bin/$b" "$stage/"; done
+# STRIP=1: drop symbol tables of the copies (smaller carry; XZ_OPT=-9e shares more across them).
+if [ "${STRIP:-0}" = 1 ]; then for b in "$@"; do strip --strip-unneeded "$stage/$b"; done; fi
 for b in "$@"; do
   ldd "$BUILD/bin/$b" | awk '/=> \// {print $3}'
 done | sort -u |

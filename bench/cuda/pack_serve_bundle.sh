@@ -9,7 +9,8 @@ set -euo pipefail
 BUILD=${1:-build-a}
 DIR=${DIR:-.devbuild/runA}
 MODEL=${MODEL:-models/SmolLM2-135M-Instruct.Q4_1.gguf}
-bins="vqserve vqctl cuda_vecinfer_model_test cuda_serve_test cuda_model_test cuda_decode_attention_test"
+bins="vqserve vqctl cuda_vecinfer_model_test cuda_kivi_model_test cuda_serve_test cuda_model_test
+      cuda_decode_attention_test"
 mkdir -p "$DIR"
 bash bench/cuda/bundle_binaries.sh "$BUILD" "$DIR/bundle.tar.xz" $bins
 if [ ! -f "$DIR/model.gguf.xz" ]; then

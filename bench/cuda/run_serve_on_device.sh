@@ -1,7 +1,8 @@
 #!/bin/bash
-# one call on the lent h200 for `vqserve serve --device cuda` and the vecinfer kv cache on the
-# gpu. the machine has no abseil / grpc, so the binaries (vqserve, vqctl, cuda_vecinfer_model_test,
-# cuda_serve_test, cuda_model_test) are built here and carried with their shared libraries in
+# one call on the lent h200 for `vqserve serve --device cuda` and the coded kv caches (vecinfer,
+# kivi, with and without the attention sink) on the gpu. the machine has no abseil / grpc, so the
+# binaries (vqserve, vqctl, cuda_vecinfer_model_test, cuda_kivi_model_test, cuda_serve_test,
+# cuda_model_test, cuda_decode_attention_test) are built here and carried with their shared libraries in
 # $DIR/bundle.tar.xz, with the default model truncated to its first 4 blocks
 # (bench/cuda/truncate_gguf.py; the full file is over the carry limit) as $DIR/model.gguf.xz and
 # a vecinfer-k2v2 codebook calibrated on that truncated model as $DIR/vecinfer-k2v2.vqcb.
@@ -24,6 +25,8 @@ M=$VQSERVE_MODEL B=/tmp/b
   date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   echo "== cuda_vecinfer_model_test (model $(sha256sum < $M | cut -c1-16))"
   $B/cuda_vecinfer_model_test; echo "cuda_vecinfer_model_test exit: $?"
+  echo "== cuda_kivi_model_test (kivi-k2v2 / k4v4 on the gpu, sink 0 and 32)"
+  $B/cuda_kivi_model_test; echo "cuda_kivi_model_test exit: $?"
   echo "== cuda_serve_test"
   $B/cuda_serve_test; echo "cuda_serve_test exit: $?"
   echo "== cuda_model_test (fp16 kv, regression)"
@@ -33,18 +36,17 @@ M=$VQSERVE_MODEL B=/tmp/b
   echo "cuda_decode_attention_test exit: $?"; tail -3 "$OUT/${LOG}_decode_attention_test.log"
   grep -E "FAILED|Failure" "$OUT/${LOG}_decode_attention_test.log" | head -20
   echo "== serve --device cuda: bad combinations"
-  $B/vqserve serve --model $M --device cuda --kv-codec kivi-k2v2; echo "exit: $?"
+  $B/vqserve serve --model $M --device cuda --kv-codec commvq-2; echo "exit: $?"
   $B/vqserve serve --model $M --device cuda --kv-codec fp16 --kv-codecs commvq-2; echo "exit: $?"
   $B/vqserve serve --model $M --device cuda --kv-codec vecinfer-k2v2; echo "exit: $?"
-  $B/vqserve serve --model $M --device cuda --kv-sink-tokens 32; echo "exit: $?"
-  echo "== serve --device cuda --kv-codec vecinfer-k2v2 --kv-codecs fp16, then vqctl"
-  $B/vqserve serve --model $M --device cuda --kv-codec vecinfer-k2v2 --kv-codecs fp16 \
+  echo "== serve --device cuda --kv-codec vecinfer-k2v2 --kv-codecs fp16,kivi-k2v2 (sink 32), then vqctl"
+  $B/vqserve serve --model $M --device cuda --kv-codec vecinfer-k2v2 --kv-codecs fp16,kivi-k2v2 \
     --codebooks $VQSERVE_VQCB --host 127.0.0.1 --port 50161 --metrics-port 9471 \
     --kv-memory 1G > /tmp/serve.log 2>&1 &
   pid=$!
   for i in $(seq 1 60); do grep -q "serving" /tmp/serve.log && break; sleep 1; done
   cat /tmp/serve.log
-  for c in vecinfer-k2v2 fp16; do
+  for c in vecinfer-k2v2 fp16 kivi-k2v2; do
     echo "-- vqctl generate --codec $c"
     $B/vqctl --target 127.0.0.1:50161 generate --chat "What is a cache?" --codec $c \
       --max-tokens 32 --temperature 0 --usage

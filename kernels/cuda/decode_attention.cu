@@ -9,6 +9,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/decode_attention_common.cuh"
 #include "kernels/cuda/decode_attention_instances.h"
+#include "kernels/cuda/fp16_staged_decode.h"
 
 namespace vqserve::cuda {
 namespace {
@@ -49,6 +50,7 @@ int HeadsPerBlockFor(KvPageFormat f, const DecodeAttentionParams& p) {
       limit /= 2;
     }
   }
+  if (f == KvPageFormat::kFp16 && UsesFp16Staged(p)) limit = kFp16StagedMaxHeads;
   if (f == KvPageFormat::kVecInfer) {
     const int mk = p.head_dim / p.vq_k_sub_dim;
     limit = 128 / mk < 8 ? 128 / mk : 8;
@@ -88,10 +90,21 @@ std::string DispatchVecInferHeads(const DecodeAttentionParams& p, int hb, int sp
   return "vecinfer decode: unsupported heads per block";
 }
 
+// the tensor-core vecinfer kernel that vecinfer_version 0 runs: 3 = v6, 4 = v7, 5 = v7r.
+constexpr int kDefaultVecInferMma = 4;
+
 template <int D>
 std::string DispatchVecInfer(const DecodeAttentionParams& p, int hb, int splits, cudaStream_t s) {
   const int dk = p.vq_k_sub_dim, dv = p.vq_v_sub_dim;
+  // vecinfer_version: 0 default (kDefaultVecInferMma), 1 v4 lut, 2 v5 mma keys, 3 v6, 4 v7,
+  // 5 v7r (v7 with routed value gathers).
   if (D == 128 && dk == 4 && dv == 4 && hb <= 4 && p.vecinfer_version != 1) {
+    const int v = p.vecinfer_version == 0 ? kDefaultVecInferMma : p.vecinfer_version;
+    if (v >= 4) {
+      DecodeAttentionParams q = p;
+      q.vecinfer_version = v;
+      return LaunchVecInferMma7Decode(q, hb, splits, s);
+    }
     return LaunchVecInferMmaDecode(p, hb, splits, s);
   }
   if (dk == 2 && dv == 2) return DispatchVecInferHeads<D, 2, 2>(p, hb, splits, s);
@@ -132,6 +145,9 @@ std::string Validate(KvPageFormat f, const DecodeAttentionParams& p) {
     return "decode attention: a residual ring needs res_k, res_v, slots and res_ring_tokens";
   }
   if (p.num_splits < 0 || p.num_splits > kMaxDecodeSplits) return "decode attention: bad num_splits";
+  if (p.sink_lens != nullptr && (p.sink_k == nullptr || p.sink_v == nullptr || p.slots == nullptr)) {
+    return "decode attention: a sink needs sink_k, sink_v and slots";
+  }
   if (f == KvPageFormat::kKivi && p.kivi_bits != 2 && p.kivi_bits != 4) {
     return "kivi decode: bits must be 2 or 4";
   }
@@ -176,12 +192,15 @@ int ChooseDecodeSplits(KvPageFormat f, const DecodeAttentionParams& p) {
     if (s > kMaxDecodeSplits) s = kMaxDecodeSplits;
     return s < 1 ? 1 : s;
   }
-  const int per_sm = f == KvPageFormat::kVecInfer ? 1 : 2;
+  const bool staged = f == KvPageFormat::kFp16 && UsesFp16Staged(p);
+  const int per_sm = f == KvPageFormat::kVecInfer ? 1 : staged ? kFp16StagedBlocksPerSm : 2;
   const int target = SmCount() * per_sm;
+  // vecinfer and staged fp16 blocks stay resident for their whole split: round down so that
+  // the splits fill at most one wave (no tail wave of a few blocks).
+  const bool whole_wave = f == KvPageFormat::kVecInfer || staged;
   int splits = 1;
   if (blocks * 5 < target * 4) {
-    // vecinfer runs one block per sm: round down so that the splits fill at most one wave.
-    splits = f == KvPageFormat::kVecInfer ? target / blocks : (target + blocks - 1) / blocks;
+    splits = whole_wave ? target / blocks : (target + blocks - 1) / blocks;
   }
   const int tiles = (p.max_coded_len + kSplitAlign - 1) / kSplitAlign;
   const int max_by_len = tiles / 2 > 1 ? tiles / 2 : 1;  // at least two tiles per split
@@ -198,6 +217,11 @@ std::string LaunchDecodeAttention(KvPageFormat f, const DecodeAttentionParams& p
   const int splits = ChooseDecodeSplits(f, p);
   switch (f) {
     case KvPageFormat::kFp16:
+      if (UsesFp16Staged(p)) {
+        err = LaunchFp16StagedDecode(p, hb, splits, stream);
+        break;
+      }
+      [[fallthrough]];
     case KvPageFormat::kKivi:
       err = p.head_dim == 64 ? DispatchDense<64>(f == KvPageFormat::kKivi, p, hb, splits, stream)
                              : DispatchDense<128>(f == KvPageFormat::kKivi, p, hb, splits, stream);

@@ -83,10 +83,11 @@ struct DecodeAttentionParams {
   int commvq_key_rounds = 0;
   int commvq_value_rounds = 0;
   float rope_theta = 10000.0f;
-  // vecinfer kernel: 0 = tensor-core value kernel with fp16 lookup-table scores where it
-  // applies (head_dim 128, 4-dim key and value sub-vectors, <= 4 query heads per kv head block),
-  // else the lut kernel; 1 = always the lut kernel (v4); 2 = the tensor-core kernel with key
-  // mma scores (v5) where it applies.
+  // vecinfer kernel where the tensor-core kernels apply (head_dim 128, 4-dim key and value
+  // sub-vectors, <= 4 query heads per kv head block; elsewhere always the lut kernel, v4):
+  // 0 = the default (v7), 1 = the lut kernel (v4), 2 = key mma scores (v5), 3 = fp16 lut scores
+  // + value mma (v6), 4 = lut scores and values both on the tensor cores (v7), 5 = v7 with
+  // conflict-free value gathers (v7r).
   int vecinfer_version = 0;
 
   // split-kv scratch of DecodeWorkspaceFloats() floats in device memory.
@@ -95,6 +96,20 @@ struct DecodeAttentionParams {
   // benchmarks only (wrong results): vecinfer skips its score gathers (bit 0) and/or its value
   // gathers (bit 1) so that stage costs can be told apart. 0 in real use.
   int bench_skip_stages = 0;
+  // fp16 kernel: 0 = pages staged through shared memory (kernels/cuda/fp16_staged_decode.h);
+  // 1 = the older element-wise kernel (kernels/cuda/paged_dense_decode.cuh), for comparison.
+  int fp16_version = 0;
+
+  // attention sink (null sink_lens: none): the first sink_lens[b] positions of sequence b in
+  // fp16, token t at sink_k[slots[b] * sink_slot_stride + t * res_token_stride +
+  // head * res_head_stride + dim] (likewise sink_v), folded with the residual ring. the coded
+  // pages then hold positions sink_lens[b] .. sink_lens[b] + coded_lens[b] - 1: block_tables
+  // row b starts at the page of position sink_lens[b] (sink pages are page-aligned), and the
+  // ring's first token is position sink_lens[b] + coded_lens[b].
+  const int32_t* sink_lens = nullptr;
+  const uint16_t* sink_k = nullptr;
+  const uint16_t* sink_v = nullptr;
+  int64_t sink_slot_stride = 0;
 };
 
 // floats of scratch one launch needs.

@@ -25,6 +25,12 @@ std::string LaunchVecInferDecode(const DecodeAttentionParams& p, int hb, int num
 std::string LaunchVecInferMmaDecode(const DecodeAttentionParams& p, int hb, int num_splits,
                                     cudaStream_t stream);
 
+// the same shapes, v7: lut scores and values both on the tensor cores, code-independent
+// shared-memory banks; the last split also folds the residual ring; p.vecinfer_version 5 runs
+// the v7r variant (vecinfer_mma7_decode.cu).
+std::string LaunchVecInferMma7Decode(const DecodeAttentionParams& p, int hb, int num_splits,
+                                     cudaStream_t stream);
+
 // commvq pages, HBP >= hb query heads per block (commvq_decode_d*.cu).
 template <int D, int HBP>
 std::string LaunchCommVqDecode(const DecodeAttentionParams& p, int hb, int num_splits,

@@ -238,19 +238,55 @@ __device__ void DenseAttendRange(const DecodeAttentionParams& p, const Src& src,
   if (tid < hb) *PartialMl(p, b, h0 + tid, slot) = make_float2(m_sm[tid], l_sm[tid]);
 }
 
-// the residual ring of sequence b as workspace slot `slot` (empty when it holds no tokens).
+// the attention sink (fp16 rows, tokens t < n_sink) followed by the residual ring (token
+// n_sink + i is residual token i) of one sequence and kv head.
+struct SinkRingSource {
+  RingSource ring;
+  const uint16_t* k;  // sink rows, already offset to (slot, kv head)
+  const uint16_t* v;
+  int64_t token_stride;
+  int n_sink;
+  template <int N>
+  __device__ void LoadK(int t, int d0, float* out) const {
+    if (t >= n_sink) {
+      ring.template LoadK<N>(t - n_sink, d0, out);
+      return;
+    }
+    const uint16_t* r = k + t * token_stride + d0;
+#pragma unroll
+    for (int i = 0; i < N; i += 2) {
+      float2 f = Half2BitsToFloat2(*reinterpret_cast<const uint32_t*>(r + i));
+      out[i] = f.x;
+      out[i + 1] = f.y;
+    }
+  }
+  __device__ float2 LoadV2(int t, int d0) const {
+    if (t >= n_sink) return ring.LoadV2(t - n_sink, d0);
+    return Half2BitsToFloat2(*reinterpret_cast<const uint32_t*>(v + t * token_stride + d0));
+  }
+};
+
+// the residual ring of sequence b, after its attention sink when p.sink_lens is set, as
+// workspace slot `slot` (empty when both hold no tokens).
 template <int D, int HBP, int NT = kDecodeThreads>
 __device__ void ResidualPartial(const DecodeAttentionParams& p, int b, int kvh, int h0, int hb,
                                 int slot, float* smem) {
-  const int n = p.res_lens != nullptr ? p.res_lens[b] : 0;
-  if (n <= 0) {
+  const int n_ring = p.res_lens != nullptr ? p.res_lens[b] : 0;
+  const int n_sink = p.sink_lens != nullptr ? p.sink_lens[b] : 0;
+  if (n_ring + n_sink <= 0) {
     WriteEmptyPartial(p, b, h0, hb, slot);
     return;
   }
   const int64_t off = p.slots[b] * p.res_slot_stride + kvh * p.res_head_stride;
-  RingSource src{p.res_k + off, p.res_v + off, p.res_token_stride, p.res_ring_tokens,
-                 p.coded_lens[b] % p.res_ring_tokens};
-  DenseAttendRange<D, HBP, RingSource, NT>(p, src, b, h0, hb, 0, n, slot, smem);
+  RingSource ring{p.res_k + off, p.res_v + off, p.res_token_stride, p.res_ring_tokens,
+                  (p.coded_lens[b] + n_sink) % p.res_ring_tokens};
+  if (n_sink == 0) {
+    DenseAttendRange<D, HBP, RingSource, NT>(p, ring, b, h0, hb, 0, n_ring, slot, smem);
+    return;
+  }
+  const int64_t soff = p.slots[b] * p.sink_slot_stride + kvh * p.res_head_stride;
+  SinkRingSource src{ring, p.sink_k + soff, p.sink_v + soff, p.res_token_stride, n_sink};
+  DenseAttendRange<D, HBP, SinkRingSource, NT>(p, src, b, h0, hb, 0, n_sink + n_ring, slot, smem);
 }
 
 }  // namespace vqserve::cuda

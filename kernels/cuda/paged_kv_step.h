@@ -40,6 +40,14 @@ struct PagedKvStep {
 
   int num_kv_heads = 0;
   int head_dim = 0;
+
+  // attention sink (codecs with a residual ring): positions below sink_tokens of slot s stay
+  // fp16 for the sequence's life at sink_k + s * sink_slot_stride + pos * H * D (likewise v);
+  // their pages are never encoded. sink_tokens 0: none.
+  uint16_t* sink_k = nullptr;
+  uint16_t* sink_v = nullptr;
+  int64_t sink_slot_stride = 0;
+  int sink_tokens = 0;
 };
 
 }  // namespace vqserve::cuda

@@ -1,6 +1,7 @@
 // vecinfer page encoding (nearest codeword per sub-vector) on the gpu.
 #include "kernels/cuda/vecinfer_encode.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/cuda/cuda_check.h"
@@ -40,12 +41,22 @@ __device__ int NearestCode(const float* x, const float* centroids, int d) {
   return best_i;
 }
 
-// grid (32 tokens, kv heads), 128 threads; x: head_dim floats of dynamic smem.
-__global__ void VecInferEncodeKernel(const VecInferEncodeParams p) {
+// byte offsets from params.dst of the pages of one launch.
+struct PageOffsets {
+  int64_t at[kMaxEncodePagesPerLaunch];
+};
+
+// grid (32 tokens, kv heads, pages), 128 threads; x: head_dim floats of dynamic smem. page z
+// reads rows at p.k / p.v + z * 32 * H * D and writes at p.dst + offsets.at[z].
+__global__ void VecInferEncodeKernel(VecInferEncodeParams p, const PageOffsets offsets) {
   extern __shared__ float x[];
   const int t = blockIdx.x, h = blockIdx.y, H = p.num_kv_heads, D = p.head_dim;
   const int tid = threadIdx.x, warp = tid >> 5;
   const int mk = D / p.k_sub_dim, mv = D / p.v_sub_dim;
+  const int64_t page_floats = static_cast<int64_t>(kPageTokens) * H * D;
+  p.k += blockIdx.z * page_floats;
+  p.v += blockIdx.z * page_floats;
+  p.dst += offsets.at[blockIdx.z];
   const float* kin = p.k + (static_cast<int64_t>(t) * H + h) * D;
   for (int i = tid; i < D; i += kThreads) x[i] = kin[i] / p.lambda[h * D + i];
   if (p.hadamard) {
@@ -83,7 +94,8 @@ __global__ void VecInferEncodeKernel(const VecInferEncodeParams p) {
 
 }  // namespace
 
-std::string LaunchVecInferEncodePage(const VecInferEncodeParams& p, cudaStream_t stream) {
+std::string LaunchVecInferEncodePages(const VecInferEncodeParams& p, const int64_t* dst_offsets,
+                                      int count, cudaStream_t stream) {
   const int D = p.head_dim;
   if (D <= 0 || D > 256 || (D & (D - 1)) != 0) return "vecinfer encode: head_dim must be a power of two <= 256";
   for (int d : {p.k_sub_dim, p.v_sub_dim}) {
@@ -93,9 +105,24 @@ std::string LaunchVecInferEncodePage(const VecInferEncodeParams& p, cudaStream_t
       p.v_codebook == nullptr || p.dst == nullptr || p.num_kv_heads <= 0) {
     return "vecinfer encode: missing inputs";
   }
-  VecInferEncodeKernel<<<dim3(kPageTokens, p.num_kv_heads), kThreads, D * sizeof(float), stream>>>(p);
-  VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  const int64_t page_floats = static_cast<int64_t>(kPageTokens) * p.num_kv_heads * D;
+  for (int first = 0; first < count; first += kMaxEncodePagesPerLaunch) {
+    const int n = std::min(count - first, kMaxEncodePagesPerLaunch);
+    PageOffsets offsets;
+    for (int i = 0; i < n; ++i) offsets.at[i] = dst_offsets[first + i];
+    VecInferEncodeParams chunk = p;
+    chunk.k += first * page_floats;
+    chunk.v += first * page_floats;
+    VecInferEncodeKernel<<<dim3(kPageTokens, p.num_kv_heads, n), kThreads, D * sizeof(float),
+                           stream>>>(chunk, offsets);
+    VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  }
   return "";
+}
+
+std::string LaunchVecInferEncodePage(const VecInferEncodeParams& p, cudaStream_t stream) {
+  const int64_t at_dst = 0;
+  return LaunchVecInferEncodePages(p, &at_dst, 1, stream);
 }
 
 }  // namespace vqserve::cuda

@@ -33,6 +33,14 @@ struct VecInferEncodeParams {
 // encodes one page (32 tokens); empty string on success.
 std::string LaunchVecInferEncodePage(const VecInferEncodeParams& params, cudaStream_t stream);
 
+// pages per kernel launch of LaunchVecInferEncodePages (more take several launches).
+inline constexpr int kMaxEncodePagesPerLaunch = 128;
+
+// encodes `count` pages at once: page i's rows at params.k / params.v + i * 32 * num_kv_heads *
+// head_dim floats, its codes to params.dst + dst_offsets[i] bytes (dst_offsets in host memory).
+std::string LaunchVecInferEncodePages(const VecInferEncodeParams& params,
+                                      const int64_t* dst_offsets, int count, cudaStream_t stream);
+
 }  // namespace vqserve::cuda
 
 #endif  // VQSERVE_KERNELS_CUDA_VECINFER_ENCODE_H_

@@ -71,19 +71,15 @@ absl::StatusOr<KvCacheMaker> MakeKvCacheMaker(const std::string& model_path, con
     return HostKvCacheMaker(std::move(*codecs), sink_tokens);
   }
   if (device != "cuda") return absl::InvalidArgumentError("--device must be cpu or cuda");
-  if (sink_tokens != 0) {
-    return absl::InvalidArgumentError(
-        "--kv-sink-tokens: the attention sink is not on the GPU yet; use 0 with --device cuda");
-  }
   absl::StatusOr<std::shared_ptr<const Books>> books = LoadBooks(model_path, codebooks_paths);
   if (!books.ok()) return books.status();
-  return KvCacheMaker([shape, books = *books](const std::string& name, int num_pages,
-                                              int num_slots)
+  return KvCacheMaker([shape, books = *books, sink_tokens](const std::string& name,
+                                                           int num_pages, int num_slots)
                           -> absl::StatusOr<std::unique_ptr<KvCache>> {
     absl::StatusOr<const CodebookFile*> book = BookFor(*books, name);
     if (!book.ok()) return book.status();
     absl::StatusOr<std::unique_ptr<CudaKvCache>> cache =
-        MakeCudaKvCacheForCodec(name, shape, *book, num_pages, num_slots);
+        MakeCudaKvCacheForCodec(name, shape, *book, num_pages, num_slots, sink_tokens);
     if (!cache.ok()) return cache.status();
     return std::unique_ptr<KvCache>(std::move(*cache));
   });

@@ -16,9 +16,9 @@ namespace vqserve::cli {
 absl::StatusOr<CodecMaker> MakeCodecMaker(const std::string& model_path, const KvShape& shape,
                                           const std::string& codebooks_paths);
 
-// a kv cache maker with the same codebooks: PagedKvCache in host memory for device "cpu"
-// (first `sink_tokens` tokens kept fp16), CudaKvCache on the current cuda device for "cuda"
-// (no sink there yet: sink_tokens must be 0).
+// a kv cache maker with the same codebooks: PagedKvCache in host memory for device "cpu",
+// CudaKvCache on the current cuda device for "cuda"; both keep the first `sink_tokens` tokens
+// (rounded down to pages) of each sequence in fp16.
 absl::StatusOr<KvCacheMaker> MakeKvCacheMaker(const std::string& model_path, const KvShape& shape,
                                               const std::string& codebooks_paths,
                                               const std::string& device, int sink_tokens);

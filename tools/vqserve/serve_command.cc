@@ -31,7 +31,7 @@ constexpr char kUsage[] =
     "usage: vqserve serve --model PATH [--device cpu|cuda] [--host H] [--port P]\n"
     "         [--metrics-port P (0: any, -1: off)] [--kv-codec C] [--kv-codecs C1,C2,...]\n"
     "         [--codebooks FILE] [--kv-memory BYTES (suffix K/M/G)] [--drain-timeout S]\n"
-    "         [--kv-sink-tokens N (first tokens kept fp16; default 32 on cpu, 0 on cuda)]\n"
+    "         [--kv-sink-tokens N (first tokens kept fp16, rounded down to pages; default 32)]\n"
     "         [--tls-cert F --tls-key F] [--api-keys-file F] [--max-num-seqs N]\n"
     "         [--max-batched-tokens N] [--max-model-len N] [--max-waiting N]\n"
     "         [--default-max-tokens N] [--threads N]\n";
@@ -160,12 +160,6 @@ int RunServe(int argc, char** argv) {
       std::fprintf(stderr, "vqserve serve: --device cuda: %s\n", why.c_str());
       return 2;
     }
-    if (flags.kv_sink_tokens > 0) {
-      std::fprintf(stderr,
-                   "vqserve serve: --kv-sink-tokens with --device cuda: the attention sink is not "
-                   "on the GPU yet; use 0\n");
-      return 2;
-    }
     for (size_t i = 0; i < codecs.size(); ++i) {
       if (absl::Status st = CudaKvCodecSupported(codecs[i]); !st.ok()) {
         std::fprintf(stderr, "vqserve serve: %s with --device cuda: %s\n",
@@ -189,8 +183,8 @@ int RunServe(int argc, char** argv) {
       cuda ? LoadCudaLlamaModel(flags.model) : LlamaModel::Load(flags.model, load);
   if (!model.ok()) return Fail(model.status());
 
-  // the attention sink (PagedKvCache): one page of fp16 tokens per sequence on the cpu.
-  const int sink = flags.kv_sink_tokens >= 0 ? flags.kv_sink_tokens : (cuda ? 0 : 32);
+  // the attention sink (PagedKvCache, CudaKvCache): one page of fp16 tokens per sequence.
+  const int sink = flags.kv_sink_tokens >= 0 ? flags.kv_sink_tokens : 32;
   absl::StatusOr<KvCacheMaker> maker =
       MakeKvCacheMaker(flags.model, (*model)->kv_shape(), flags.codebooks, flags.device, sink);
   if (!maker.ok()) return Fail(maker.status());

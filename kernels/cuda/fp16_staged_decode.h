@@ -1,0 +1,31 @@
+#ifndef VQSERVE_KERNELS_CUDA_FP16_STAGED_DECODE_H_
+#define VQSERVE_KERNELS_CUDA_FP16_STAGED_DECODE_H_
+
+// decode attention over fp16 pages (docs/kv_formats.md "fp16") that stages whole pages in
+// shared memory with asynchronous copies; the fp16 baseline of LaunchDecodeAttention.
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "kernels/cuda/decode_attention.h"
+
+namespace vqserve::cuda {
+
+// the most query heads one block serves (a kv head with more takes several blocks).
+inline constexpr int kFp16StagedMaxHeads = 8;
+
+// whether LaunchDecodeAttention runs the staged kernel for fp16 pages (fp16_version 0; 1 is
+// the element-wise kernel), and how many of its blocks one sm holds.
+inline bool UsesFp16Staged(const DecodeAttentionParams& p) { return p.fp16_version == 0; }
+inline constexpr int kFp16StagedBlocksPerSm = 2;
+
+// writes the split partials (blocks x < num_splits: pages; x == num_splits: residual ring) of
+// `hb` (<= kFp16StagedMaxHeads) query heads per block; head_dim 64 or 128, 32-token pages.
+// the caller runs the split combine. empty string on success.
+std::string LaunchFp16StagedDecode(const DecodeAttentionParams& p, int hb, int num_splits,
+                                   cudaStream_t stream);
+
+}  // namespace vqserve::cuda
+
+#endif  // VQSERVE_KERNELS_CUDA_FP16_STAGED_DECODE_H_

@@ -1,0 +1,51 @@
+#if VQSERVE_WITH_CUDA
+#include "runtime/cuda_kivi_step.h"
+
+#include <cmath>
+
+#include "kernels/cuda/kivi_encode.h"
+#include "kernels/cuda/kivi_kv_step.h"
+#include "kernels/cuda/ring_kv_step.h"
+
+namespace vqserve {
+
+std::string CudaKiviLayer(const CudaKvCache& cache, int layer, const CudaCodedStep& coded,
+                          const cuda::PagedKvStep& step, const float* qkv, int64_t qkv_stride,
+                          int num_heads, float* att, int64_t att_stride, bool decode,
+                          cuda::DecodeAttentionParams dp, cudaStream_t stream) {
+  const KvShape& s = cache.shape();
+  const int D = s.head_dim, H = s.num_kv_heads;
+  const float* q = qkv;
+  const float* k = qkv + static_cast<int64_t>(num_heads) * D;
+  const float* v = k + static_cast<int64_t>(H) * D;
+  // 1. sink rows, then the pages due this step: gathered and encoded.
+  std::string err = coded.SinkAndGather(step, k, v, qkv_stride, stream);
+  if (!err.empty()) return err;
+  for (int f = 0; f < coded.flush_count(); ++f) {
+    cuda::KiviEncodeParams ep;
+    ep.k = coded.staged_k(f);
+    ep.v = coded.staged_v(f);
+    ep.bits = cache.kivi_bits();
+    ep.num_kv_heads = H;
+    ep.head_dim = D;
+    ep.dst = step.pages + coded.flush_page_id(f) * step.page_stride + step.layer_offset;
+    if (err = cuda::LaunchKiviEncodePage(ep, stream); !err.empty()) return err;
+  }
+  if (decode) {
+    // 2. ring append, then the fused kivi decode kernel over sink + codes + ring.
+    if (err = cuda::LaunchRingAppend(step, k, v, qkv_stride, stream); !err.empty()) return err;
+    dp.kivi_bits = cache.kivi_bits();
+    coded.SetDecodeSink(cache, layer, &dp);
+    return cuda::LaunchDecodeAttention(cuda::KvPageFormat::kKivi, dp, stream);
+  }
+  // 2. attention over sink, codes, old ring rows and new rows, then the ring append.
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  err = cuda::LaunchKiviPrefillAttention(step, cache.kivi_bits(), cache.spec().residual_tokens, q,
+                                         qkv_stride, k, v, qkv_stride, coded.seq_tok_start(), att,
+                                         att_stride, num_heads, scale, stream);
+  if (!err.empty()) return err;
+  return cuda::LaunchRingAppend(step, k, v, qkv_stride, stream);
+}
+
+}  // namespace vqserve
+#endif  // VQSERVE_WITH_CUDA
