@@ -8,6 +8,7 @@
 // usage: cuda_e2e_decode_bench [--models llama8b,smollm2] [--codecs fp16,vecinfer-k2v2,...]
 //   [--batch 16] [--ctx 32768] [--short-ctx 256] [--warmup 4] [--steps 32] [--budget-gb 80]
 //   [--gguf PATH] [--sink-tokens 32 (coded caches; fp16 has none)]
+//   [--graphs default|on|off|both (cuda graphs for decode steps; both: a row of each, same cache)]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -38,6 +39,7 @@ struct Args {
   int sink_tokens = 32;  // as `vqserve serve`'s --kv-sink-tokens default
   double budget_gb = 80;
   std::string gguf;
+  std::string graphs = "default";
 };
 
 ModelConfig ShapeFor(const std::string& name) {
@@ -156,21 +158,28 @@ int RunModel(const std::string& name, const Args& a) {
     }
     std::vector<int32_t> tables(size_t(a.batch) * pages_per_seq);
     for (size_t i = 0; i < tables.size(); ++i) tables[i] = static_cast<int32_t>(i);
-    const Timing t = TimeSteps(model, cache, a, a.ctx, pages_per_seq, tables);
-    const Timing ts = TimeSteps(model, cache, a, a.short_ctx, pages_per_seq, tables);
-    const KvCacheSpec& spec = cache.spec();
-    const double seq_bytes =
-        double(PagesForTokens(spec, a.ctx)) * spec.page_bytes + double(spec.slot_bytes);
-    const double budget = a.budget_gb * 1e9 - double(spec.fixed_bytes);
-    const long max_seqs = budget > 0 ? static_cast<long>(std::floor(budget / seq_bytes)) : 0;
-    const double tps = a.batch * 1000.0 / t.mean_ms;
-    if (codec == "fp16") fp16_tps = tps;
-    char ratio[32] = "-";
-    if (fp16_tps > 0) std::snprintf(ratio, sizeof(ratio), "%.2fx", tps / fp16_tps);
-    std::printf("| %s | %.3f (min %.3f, max %.3f) | %.0f | %s | %.3f | %.0f%% | %.1f | %ld |\n",
-                codec.c_str(), t.mean_ms, t.min_ms, t.max_ms, tps, ratio, ts.mean_ms,
-                100.0 * (t.mean_ms - ts.mean_ms) / t.mean_ms, seq_bytes / (1 << 20), max_seqs);
-    std::fflush(stdout);
+    std::vector<int> modes = {-1};  // -1: the model's default
+    if (a.graphs == "on" || a.graphs == "off") modes = {a.graphs == "on"};
+    if (a.graphs == "both") modes = {0, 1};
+    for (int mode : modes) {
+      if (mode >= 0) SetCudaGraphs(model, mode == 1);
+      const std::string label = codec + (modes.size() < 2 ? "" : mode == 1 ? " graphs" : " eager");
+      const Timing t = TimeSteps(model, cache, a, a.ctx, pages_per_seq, tables);
+      const Timing ts = TimeSteps(model, cache, a, a.short_ctx, pages_per_seq, tables);
+      const KvCacheSpec& spec = cache.spec();
+      const double seq_bytes =
+          double(PagesForTokens(spec, a.ctx)) * spec.page_bytes + double(spec.slot_bytes);
+      const double budget = a.budget_gb * 1e9 - double(spec.fixed_bytes);
+      const long max_seqs = budget > 0 ? static_cast<long>(std::floor(budget / seq_bytes)) : 0;
+      const double tps = a.batch * 1000.0 / t.mean_ms;
+      if (codec == "fp16" && fp16_tps == 0) fp16_tps = tps;
+      char ratio[32] = "-";
+      if (fp16_tps > 0) std::snprintf(ratio, sizeof(ratio), "%.2fx", tps / fp16_tps);
+      std::printf("| %s | %.3f (min %.3f, max %.3f) | %.0f | %s | %.3f | %.0f%% | %.1f | %ld |\n",
+                  label.c_str(), t.mean_ms, t.min_ms, t.max_ms, tps, ratio, ts.mean_ms,
+                  100.0 * (t.mean_ms - ts.mean_ms) / t.mean_ms, seq_bytes / (1 << 20), max_seqs);
+      std::fflush(stdout);
+    }
   }
   return 0;
 }
@@ -193,6 +202,7 @@ int main(int argc, char** argv) {
     else if (k == "--sink-tokens") a.sink_tokens = std::atoi(v.c_str());
     else if (k == "--budget-gb") a.budget_gb = std::atof(v.c_str());
     else if (k == "--gguf") a.gguf = v;
+    else if (k == "--graphs") a.graphs = v;
     else {
       std::fprintf(stderr, "unknown flag %s\n", k.c_str());
       return 2;

@@ -64,5 +64,12 @@ void CudaCodedStep::SetDecodeSink(const CudaKvCache& cache, int layer,
   dp->sink_slot_stride = cache.sink_slot_stride();
 }
 
+void CudaCodedStep::AppendGraphKey(std::vector<int64_t>* key) const {
+  key->insert(key->end(), {batch_, sink_tokens_, page_tokens_, max_coded_after_sink_,
+                           flush_count(), reinterpret_cast<intptr_t>(meta_.data()),
+                           reinterpret_cast<intptr_t>(stage_k_.data()),
+                           reinterpret_cast<intptr_t>(stage_v_.data())});
+}
+
 }  // namespace vqserve
 #endif  // VQSERVE_WITH_CUDA

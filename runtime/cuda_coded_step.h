@@ -48,6 +48,10 @@ class CudaCodedStep {
   // when the cache has no sink. dp's block_tables must be the plan's tables.
   void SetDecodeSink(const CudaKvCache& cache, int layer, cuda::DecodeAttentionParams* dp) const;
 
+  // appends what the step's launches take from the plan (sizes and device pointers) to a cuda
+  // graph key (runtime/cuda_graph_cache.h).
+  void AppendGraphKey(std::vector<int64_t>* key) const;
+
  private:
   int batch_ = 0;
   int sink_tokens_ = 0, page_tokens_ = 32, max_coded_after_sink_ = 0;

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -24,8 +25,9 @@
 #include "kernels/cuda/prefill_attention.h"
 #include "kernels/cuda/random_fill.h"
 #include "kernels/cpu/rope.h"
-#include "runtime/cuda_device_array.h"
 #include "runtime/cuda_coded_step.h"
+#include "runtime/cuda_device_array.h"
+#include "runtime/cuda_graph_cache.h"
 #include "runtime/cuda_kivi_step.h"
 #include "runtime/cuda_kv_cache.h"
 #include "runtime/cuda_vecinfer_step.h"
@@ -84,6 +86,8 @@ class CudaLlamaModel : public LlamaModel {
   absl::Status Load(const GgufFile& file);
   // pseudo-random weights of config_'s shape, made on the device.
   absl::Status InitRandom(uint64_t seed);
+  void set_use_graphs(bool on) { use_graphs_ = on; }
+  int64_t graph_replays() const { return graphs_.replays(); }
 
   ModelConfig config_;
   std::unique_ptr<Tokenizer> tokenizer_;
@@ -91,6 +95,8 @@ class CudaLlamaModel : public LlamaModel {
  private:
   // Forward of a batch whose sequences with new tokens all use one cache.
   void ForwardOneCache(std::span<const ForwardSeq> batch, std::vector<float>* logits);
+  // the stream and the cublas handle on it, with a fixed workspace (needed for graph capture).
+  void InitBlas();
   // y (n, rows) fp32 (+)= x (n, cols) fp16 · w (rows, cols) fp16ᵀ, fp32 accumulation.
   void Gemm(const __half* x, const __half* w, float* y, int n, int cols, int rows,
             bool accumulate);
@@ -109,7 +115,21 @@ class CudaLlamaModel : public LlamaModel {
   DeviceArray<__half> xn_, att16_, h_;
   CudaCodedStep coded_;  // flushes, sink and gathers of vecinfer and kivi caches
   CudaVecInferStep vecinfer_;
+  DeviceArray<uint8_t> blas_workspace_;
+  // decode steps without page flushes replay a captured graph (runtime/cuda_graph_cache.h).
+  bool use_graphs_ = CudaGraphsDefault();
+  CudaGraphCache graphs_;
 };
+
+void CudaLlamaModel::InitBlas() {
+  constexpr size_t kBlasWorkspaceBytes = size_t{32} << 20;  // cublas' advice for hopper
+  CheckCuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream");
+  CheckBlas(cublasCreate(&blas_), "cublasCreate");
+  CheckBlas(cublasSetStream(blas_, stream_), "cublasSetStream");
+  blas_workspace_.Reserve(kBlasWorkspaceBytes);
+  CheckBlas(cublasSetWorkspace(blas_, blas_workspace_.data(), kBlasWorkspaceBytes),
+            "cublasSetWorkspace");
+}
 
 absl::Status CudaLlamaModel::Load(const GgufFile& file) {
   const ModelConfig& c = config_;
@@ -117,9 +137,7 @@ absl::Status CudaLlamaModel::Load(const GgufFile& file) {
     return absl::UnimplementedError(absl::StrCat(file.path(), ": the cuda backend needs head_dim "
                                                  "64 or 128, the model has ", c.head_dim));
   }
-  CheckCuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream");
-  CheckBlas(cublasCreate(&blas_), "cublasCreate");
-  CheckBlas(cublasSetStream(blas_, stream_), "cublasSetStream");
+  InitBlas();
   const int64_t hid = c.hidden_size, qd = int64_t{c.num_heads} * c.head_dim,
                 kvd = int64_t{c.num_kv_heads} * c.head_dim, ffn = c.ffn_size;
   std::vector<float> w;
@@ -177,9 +195,7 @@ absl::Status CudaLlamaModel::InitRandom(uint64_t seed) {
       c.rope_dim <= 0 || c.rope_dim > c.head_dim || c.rope_dim % 2 != 0) {
     return absl::InvalidArgumentError("random cuda model: inconsistent config");
   }
-  CheckCuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream");
-  CheckBlas(cublasCreate(&blas_), "cublasCreate");
-  CheckBlas(cublasSetStream(blas_, stream_), "cublasSetStream");
+  InitBlas();
   const int64_t hid = c.hidden_size, qd = int64_t{c.num_heads} * c.head_dim,
                 kvd = int64_t{c.num_kv_heads} * c.head_dim, ffn = c.ffn_size;
   uint64_t next = seed * 1000003;
@@ -403,73 +419,98 @@ void CudaLlamaModel::ForwardOneCache(std::span<const ForwardSeq> batch,
     dp.workspace = workspace_.data();
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  if (r > 0) logits_.Reserve(size_t(r) * c.vocab_size);
 
-  Check(cuda::LaunchEmbeddingGather(d_ids, token_embd_.data(), x_.data(), n, hid, stream_),
-        "embedding");
-  for (int l = 0; l < c.num_layers; ++l) {
-    const CudaLayer& w = layers_[l];
-    step.layer_offset = static_cast<int64_t>(cache->layer_page_bytes()) * l;
-    step.ring_k = cache->ring(l, 0);
-    step.ring_v = cache->ring(l, 1);
-    step.sink_k = cache->sink(l, 0);
-    step.sink_v = cache->sink(l, 1);
-    // attention block.
-    Check(cuda::LaunchRmsNormHalf(x_.data(), nullptr, w.attn_norm.data(), xn_.data(), n, hid,
-                                  c.rms_eps, stream_),
-          "attn norm");
-    Gemm(xn_.data(), w.wqkv.data(), qkv_.data(), n, hid, qkvd, false);
-    Check(cuda::LaunchRope(qkv_.data(), qkvd, n, nh, hd, rope_half_, d_pos, rope_freqs_.data(),
-                           stream_),
-          "rope q");
-    Check(cuda::LaunchRope(qkv_.data() + qd, qkvd, n, nkv, hd, rope_half_, d_pos,
-                           rope_freqs_.data(), stream_),
-          "rope k");
-    if (vecinfer || kivi) {
-      dp.layer_offset = step.layer_offset;
-      dp.res_k = step.ring_k;
-      dp.res_v = step.ring_v;
-      if (vecinfer) {
-        Check(vecinfer_.Layer(*cache, l, coded_, step, qkv_.data(), qkvd, nh, att_.data(), qd,
-                              all_single, dp, stream_),
-              "vecinfer kv");
-      } else {
-        Check(CudaKiviLayer(*cache, l, coded_, step, qkv_.data(), qkvd, nh, att_.data(), qd,
-                            all_single, dp, stream_),
-              "kivi kv");
-      }
-    } else {
-      Check(cuda::LaunchPagedKvFlush(step, max_flush, stream_), "kv flush");
-      Check(cuda::LaunchPagedKvAppend(step, qkv_.data() + qd, qkv_.data() + qd + kvd, qkvd,
-                                      stream_),
-            "kv append");
-      if (all_single) {
+  auto launches = [&] {
+    Check(cuda::LaunchEmbeddingGather(d_ids, token_embd_.data(), x_.data(), n, hid, stream_),
+          "embedding");
+    for (int l = 0; l < c.num_layers; ++l) {
+      const CudaLayer& w = layers_[l];
+      step.layer_offset = static_cast<int64_t>(cache->layer_page_bytes()) * l;
+      step.ring_k = cache->ring(l, 0);
+      step.ring_v = cache->ring(l, 1);
+      step.sink_k = cache->sink(l, 0);
+      step.sink_v = cache->sink(l, 1);
+      // attention block.
+      Check(cuda::LaunchRmsNormHalf(x_.data(), nullptr, w.attn_norm.data(), xn_.data(), n, hid,
+                                    c.rms_eps, stream_),
+            "attn norm");
+      Gemm(xn_.data(), w.wqkv.data(), qkv_.data(), n, hid, qkvd, false);
+      Check(cuda::LaunchRope(qkv_.data(), qkvd, n, nh, hd, rope_half_, d_pos, rope_freqs_.data(),
+                             stream_),
+            "rope q");
+      Check(cuda::LaunchRope(qkv_.data() + qd, qkvd, n, nkv, hd, rope_half_, d_pos,
+                             rope_freqs_.data(), stream_),
+            "rope k");
+      if (vecinfer || kivi) {
         dp.layer_offset = step.layer_offset;
         dp.res_k = step.ring_k;
         dp.res_v = step.ring_v;
-        Check(cuda::LaunchDecodeAttention(cuda::KvPageFormat::kFp16, dp, stream_),
-              "decode attention");
+        if (vecinfer) {
+          Check(vecinfer_.Layer(*cache, l, coded_, step, qkv_.data(), qkvd, nh, att_.data(), qd,
+                                all_single, dp, stream_),
+                "vecinfer kv");
+        } else {
+          Check(CudaKiviLayer(*cache, l, coded_, step, qkv_.data(), qkvd, nh, att_.data(), qd,
+                              all_single, dp, stream_),
+                "kivi kv");
+        }
       } else {
-        Check(cuda::LaunchPrefillAttention(step, qkv_.data(), qkvd, att_.data(), qd, nh, scale,
-                                           stream_),
-              "prefill attention");
+        Check(cuda::LaunchPagedKvFlush(step, max_flush, stream_), "kv flush");
+        Check(cuda::LaunchPagedKvAppend(step, qkv_.data() + qd, qkv_.data() + qd + kvd, qkvd,
+                                        stream_),
+              "kv append");
+        if (all_single) {
+          dp.layer_offset = step.layer_offset;
+          dp.res_k = step.ring_k;
+          dp.res_v = step.ring_v;
+          Check(cuda::LaunchDecodeAttention(cuda::KvPageFormat::kFp16, dp, stream_),
+                "decode attention");
+        } else {
+          Check(cuda::LaunchPrefillAttention(step, qkv_.data(), qkvd, att_.data(), qd, nh, scale,
+                                             stream_),
+                "prefill attention");
+        }
       }
+      Check(cuda::LaunchFloatToHalf(att_.data(), att16_.data(), int64_t{n} * qd, stream_), "cast");
+      Gemm(att16_.data(), w.wo.data(), x_.data(), n, qd, hid, /*accumulate=*/true);
+      // feed-forward block.
+      Check(cuda::LaunchRmsNormHalf(x_.data(), nullptr, w.ffn_norm.data(), xn_.data(), n, hid,
+                                    c.rms_eps, stream_),
+            "ffn norm");
+      Gemm(xn_.data(), w.wgate_up.data(), gu_.data(), n, hid, 2 * ffn, false);
+      Check(cuda::LaunchSiluMulHalf(gu_.data(), h_.data(), n, ffn, stream_), "silu_mul");
+      Gemm(h_.data(), w.wdown.data(), x_.data(), n, ffn, hid, /*accumulate=*/true);
     }
-    Check(cuda::LaunchFloatToHalf(att_.data(), att16_.data(), int64_t{n} * qd, stream_), "cast");
-    Gemm(att16_.data(), w.wo.data(), x_.data(), n, qd, hid, /*accumulate=*/true);
-    // feed-forward block.
-    Check(cuda::LaunchRmsNormHalf(x_.data(), nullptr, w.ffn_norm.data(), xn_.data(), n, hid,
-                                  c.rms_eps, stream_),
-          "ffn norm");
-    Gemm(xn_.data(), w.wgate_up.data(), gu_.data(), n, hid, 2 * ffn, false);
-    Check(cuda::LaunchSiluMulHalf(gu_.data(), h_.data(), n, ffn, stream_), "silu_mul");
-    Gemm(h_.data(), w.wdown.data(), x_.data(), n, ffn, hid, /*accumulate=*/true);
+    if (r > 0) {
+      Check(cuda::LaunchRmsNormHalf(x_.data(), d_rows, output_norm_.data(), xn_.data(), r, hid,
+                                    c.rms_eps, stream_),
+            "output norm");
+      Gemm(xn_.data(), lm_head_.data(), logits_.data(), r, hid, c.vocab_size, false);
+    }
+  };  // launches
+  // a decode step without page flushes: key = every host value and pointer baked into launches.
+  if (use_graphs_ && all_single && max_flush == 0 &&
+      (!(vecinfer || kivi) || coded_.flush_count() == 0)) {
+    const CudaVecInferConstants& vc = cache->vecinfer();
+    std::vector<int64_t> key = {n, b_count, stride, r, max_coded, int64_t(cache->format()),
+                                spec.page_tokens, spec.sink_tokens, int64_t(spec.page_bytes),
+                                cache->ring_slot_stride(), cache->ring_tokens(),
+                                cache->sink_slot_stride(), cache->kivi_bits(), vc.k_sub_dim,
+                                vc.v_sub_dim, vc.per_head, vc.hadamard};
+    for (const void* p : std::initializer_list<const void*>{
+             cache, cache->pages(), cache->ring(0, 0), cache->sink(0, 0), vc.lambda,
+             vc.k_centroids, vc.v_centroids, meta_.data(), x_.data(), xn_.data(), qkv_.data(),
+             att_.data(), att16_.data(), gu_.data(), h_.data(), workspace_.data(), logits_.data(),
+             vecinfer_.q_tilde()}) {
+      key.push_back(reinterpret_cast<intptr_t>(p));
+    }
+    if (vecinfer || kivi) coded_.AppendGraphKey(&key);
+    Check(graphs_.Run(key, stream_, launches), "cuda graph");
+  } else {
+    launches();
   }
   if (r > 0) {
-    Check(cuda::LaunchRmsNormHalf(x_.data(), d_rows, output_norm_.data(), xn_.data(), r, hid,
-                                  c.rms_eps, stream_),
-          "output norm");
-    logits_.Reserve(size_t(r) * c.vocab_size);
-    Gemm(xn_.data(), lm_head_.data(), logits_.data(), r, hid, c.vocab_size, false);
     const size_t base = logits->size();
     logits->resize(base + size_t(r) * c.vocab_size);
     CheckCuda(cudaMemcpyAsync(logits->data() + base, logits_.data(),
@@ -492,6 +533,17 @@ bool CudaDeviceAvailable(std::string* why) {
     return false;
   }
   return true;
+}
+
+bool SetCudaGraphs(LlamaModel& model, bool on) {
+  auto* m = dynamic_cast<CudaLlamaModel*>(&model);
+  if (m != nullptr) m->set_use_graphs(on);
+  return m != nullptr;
+}
+
+int64_t CudaGraphReplays(const LlamaModel& model) {
+  auto* m = dynamic_cast<const CudaLlamaModel*>(&model);
+  return m != nullptr ? m->graph_replays() : 0;
 }
 
 absl::StatusOr<std::unique_ptr<LlamaModel>> LoadCudaLlamaModel(const std::string& path) {
@@ -531,6 +583,9 @@ bool CudaDeviceAvailable(std::string* why) {
   if (why != nullptr) *why = kNoCuda;
   return false;
 }
+
+bool SetCudaGraphs(LlamaModel&, bool) { return false; }
+int64_t CudaGraphReplays(const LlamaModel&) { return 0; }
 
 absl::StatusOr<std::unique_ptr<LlamaModel>> LoadCudaLlamaModel(const std::string&) {
   return absl::UnimplementedError(kNoCuda);

@@ -29,6 +29,14 @@ absl::StatusOr<std::unique_ptr<LlamaModel>> LoadCudaLlamaModel(const std::string
 absl::StatusOr<std::unique_ptr<LlamaModel>> MakeRandomCudaLlamaModel(const ModelConfig& config,
                                                                      uint64_t seed);
 
+// turns cuda graphs for decode steps on or off for a model of LoadCudaLlamaModel or
+// MakeRandomCudaLlamaModel (default: on unless VQSERVE_CUDA_GRAPHS=0); results are the same
+// either way. false when `model` is not a cuda model.
+bool SetCudaGraphs(LlamaModel& model, bool on);
+
+// decode steps of `model` replayed from a captured cuda graph so far (0 for other models).
+int64_t CudaGraphReplays(const LlamaModel& model);
+
 }  // namespace vqserve
 
 #endif  // VQSERVE_RUNTIME_CUDA_LLAMA_MODEL_H_

@@ -34,6 +34,9 @@ class CudaVecInferStep {
                     int num_heads, float* att, int64_t att_stride, bool decode,
                     cuda::DecodeAttentionParams dp, cudaStream_t stream);
 
+  // the query buffer the step's launches write (part of a cuda graph key; grown by Layer).
+  const float* q_tilde() const { return q_tilde_.data(); }
+
  private:
   DeviceArray<float> q_tilde_;
   std::vector<int64_t> flush_offsets_;  // byte offsets of the pages flushed this layer

@@ -14,6 +14,7 @@ usage: tools/quality_report.py [--build build] [--ctx 2048] [--windows 1] [--cal
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -176,6 +177,13 @@ def passkey_stage(vq, qdir, log, only, lengths, depths):
                    "seconds": result["seconds"]}, open(out_json, "w"), indent=1)
 
 
+def answer_correct(answer, key):
+    """the first run of digits in the answer is exactly the key (PasskeyAnswerCorrect in
+    tools/vqserve/eval_metrics.cc; recomputed here for results cached before that rule)."""
+    m = re.search(r"[0-9]+", answer)
+    return m is not None and m.group(0) == key
+
+
 def passkey_cell(qdir, name, r):
     """'1K 2/2 · 4K 1/2' from the passkey stages, else the main run's accuracy, else ''."""
     files = [f for f in os.listdir(qdir) if f.startswith(name + ".passkey.") and f.endswith(".json")]
@@ -186,7 +194,7 @@ def passkey_cell(qdir, name, r):
             # the stage asks for a length; the prompt's token count lands within a few tokens.
             key = int(round(t["tokens"] / 1024.0))
             ok, n = by_len.get(key, (0, 0))
-            by_len[key] = (ok + int(t["correct"]), n + 1)
+            by_len[key] = (ok + int(answer_correct(t["answer"], t["key"])), n + 1)
         return " · ".join(f"{k}K {ok}/{n}" for k, (ok, n) in sorted(by_len.items()))
     return f"{100 * r['passkey_accuracy']:.0f}%" if r.get("passkey_run") else ""
 
@@ -201,13 +209,13 @@ def passkey_line(qdir, s):
     if runs:
         parts = [f"lengths {l} at depths {d} for {', '.join(sorted(set(n)))}"
                  for (l, d), n in sorted(runs.items())]
-        return ("- passkey: a 5-digit key hidden in filler text; the greedy 8-token answer must "
-                "contain it (prefill in chunks of 512; tokens older than the 128-token window are read "
+        return ("- passkey: a 5-digit key hidden in filler text; the first number in the greedy "
+                "8-token answer must be exactly the key (prefill in chunks of 512; tokens older than the 128-token window are read "
                 "as codes). "
                 "Cells: correct / trials per length in K tokens. Runs (`--passkey-stage`): "
                 + "; ".join(parts) + ".")
     return (f"- passkey: a 5-digit key in filler text of {s.get('passkey_lengths')} tokens at depths "
-            f"{s.get('passkey_depths')}, greedy 8-token answer must contain it (only for the rows "
+            f"{s.get('passkey_depths')}, the first number in the greedy 8-token answer must be the key (only for the rows "
             "with a value).")
 
 

@@ -181,6 +181,13 @@ CodecErrors MeasureCodecErrors(const KvCodec& codec, const CalibrationRecorder& 
   return e;
 }
 
+bool PasskeyAnswerCorrect(const std::string& answer, const std::string& key) {
+  const size_t begin = answer.find_first_of("0123456789");
+  if (begin == std::string::npos) return false;
+  const size_t end = answer.find_first_not_of("0123456789", begin);
+  return answer.substr(begin, end == std::string::npos ? std::string::npos : end - begin) == key;
+}
+
 std::vector<PasskeyTrial> RunPasskey(LlamaModel& model, const CodecFactory& codec,
                                      const std::vector<int>& lengths,
                                      const std::vector<double>& depths, uint64_t seed,
@@ -230,7 +237,7 @@ std::vector<PasskeyTrial> RunPasskey(LlamaModel& model, const CodecFactory& code
       }
       t.answer = tok.Decode(answer);
       t.length = n;
-      t.correct = t.answer.find(t.key) != std::string::npos;
+      t.correct = PasskeyAnswerCorrect(t.answer, t.key);
       trials.push_back(t);
     }
   }

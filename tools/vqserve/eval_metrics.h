@@ -38,6 +38,10 @@ struct CodecErrors {
 CodecErrors MeasureCodecErrors(const KvCodec& codec, const CalibrationRecorder& rec,
                                int query_samples);
 
+// true when the first run of digits in `answer` is exactly `key` (" 86806." yes; " 868066."
+// and " 8680 6" no).
+bool PasskeyAnswerCorrect(const std::string& answer, const std::string& key);
+
 struct PasskeyTrial {
   int length = 0;     // prompt tokens
   double depth = 0;   // where the key sits (0 start .. 1 end)
@@ -45,7 +49,7 @@ struct PasskeyTrial {
   bool correct = false;
 };
 // hides a 5-digit key at each depth of filler text of each length, asks for it, and checks the
-// greedy answer (8 tokens) contains it.
+// greedy answer (8 tokens) gives it (PasskeyAnswerCorrect).
 std::vector<PasskeyTrial> RunPasskey(LlamaModel& model, const CodecFactory& codec,
                                      const std::vector<int>& lengths,
                                      const std::vector<double>& depths, uint64_t seed,
