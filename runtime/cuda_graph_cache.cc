@@ -41,8 +41,8 @@ std::string CudaGraphCache::Run(const std::vector<int64_t>& key, cudaStream_t st
     launches();
     return "";
   }
-  auto found = std::find_if(graphs_.begin(), graphs_.end(),
-                            [&](const Graph& g) { return g.key == key; });
+  auto found =
+      std::find_if(graphs_.begin(), graphs_.end(), [&](const Graph& g) { return g.key == key; });
   if (found == graphs_.end()) {
     auto seen = std::find(seen_.begin(), seen_.end(), key);
     if (seen == seen_.end()) {  // first sight: eager (it may grow buffers), capture next time

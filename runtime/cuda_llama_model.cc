@@ -31,6 +31,7 @@
 #include "runtime/cuda_kivi_step.h"
 #include "runtime/cuda_kv_cache.h"
 #include "runtime/cuda_vecinfer_step.h"
+#include "runtime/forward_by_cache.h"
 #include "runtime/gguf_file.h"
 #include "runtime/llama_weights.h"
 #endif
@@ -243,47 +244,10 @@ void CudaLlamaModel::Gemm(const __half* x, const __half* w, float* y, int n, int
 }
 
 void CudaLlamaModel::Forward(std::span<const ForwardSeq> batch, std::vector<float>* logits) {
-  // sequences of several caches (one pool per codec) run as one sub-step per cache; the logit
-  // rows stay in batch order.
-  std::vector<const KvCache*> caches;
-  for (const ForwardSeq& s : batch) {
-    if (!s.tokens.empty() && std::find(caches.begin(), caches.end(), s.cache) == caches.end()) {
-      caches.push_back(s.cache);
-    }
-  }
-  if (caches.size() <= 1) return ForwardOneCache(batch, logits);
-  const size_t vocab = config_.vocab_size;
-  std::vector<size_t> first_row(batch.size());
-  size_t rows = 0;
-  for (size_t i = 0; i < batch.size(); ++i) {
-    const ForwardSeq& s = batch[i];
-    first_row[i] = rows;
-    if (!s.tokens.empty()) rows += s.want_all_logits ? s.tokens.size() : s.want_logits ? 1 : 0;
-  }
-  const size_t base = logits->size();
-  logits->resize(base + rows * vocab);
-  std::vector<ForwardSeq> sub;
-  std::vector<size_t> which;
-  std::vector<float> part;
-  for (const KvCache* cache : caches) {
-    sub.clear();
-    which.clear();
-    part.clear();
-    for (size_t i = 0; i < batch.size(); ++i) {
-      if (batch[i].tokens.empty() || batch[i].cache != cache) continue;
-      sub.push_back(batch[i]);
-      which.push_back(i);
-    }
-    ForwardOneCache(sub, &part);
-    size_t at = 0;
-    for (size_t i : which) {
-      const size_t next = i + 1 < batch.size() ? first_row[i + 1] : rows;
-      const size_t count = (next - first_row[i]) * vocab;
-      std::copy(part.begin() + at, part.begin() + at + count,
-                logits->begin() + base + first_row[i] * vocab);
-      at += count;
-    }
-  }
+  ForwardByCache(batch, config_.vocab_size, logits,
+                 [this](std::span<const ForwardSeq> one, std::vector<float>* out) {
+                   ForwardOneCache(one, out);
+                 });
 }
 
 void CudaLlamaModel::ForwardOneCache(std::span<const ForwardSeq> batch,

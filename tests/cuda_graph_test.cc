@@ -14,6 +14,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/codebook_file.h"
@@ -74,7 +75,8 @@ Decoded Decode(LlamaModel& model, KvCache& cache, const std::vector<std::vector<
   return out;
 }
 
-class CudaGraphTest : public ::testing::TestWithParam<std::pair<const char*, int>> {
+// (codec, sink tokens)
+class CudaGraphTest : public ::testing::TestWithParam<std::pair<std::string, int>> {
  protected:
   void SetUp() override {
     std::string why;
@@ -146,20 +148,27 @@ TEST_P(CudaGraphTest, DecodeWithGraphsEqualsEager) {
     worst = std::max(worst, double(std::fabs(eager.logits[i] - graph.logits[i])));
     range = std::max(range, double(std::fabs(eager.logits[i])));
   }
-  std::printf("%s sink %d: %zu steps x %zu seqs, %lld graph replays, picks equal %d/%zu, max "
-              "|dlogit| %.3g (max |logit| %.3g)%s\n",
-              codec_.c_str(), GetParam().second, size_t(kSteps), prompts_.size(),
-              static_cast<long long>(replays), equal, eager.tokens.size(), worst, range,
-              worst == 0.0 ? ", bitwise equal" : "");
+  std::printf(
+      "%s sink %d: %zu steps x %zu seqs, %lld graph replays, picks equal %d/%zu, max "
+      "|dlogit| %.3g (max |logit| %.3g)%s\n",
+      codec_.c_str(), GetParam().second, size_t(kSteps), prompts_.size(),
+      static_cast<long long>(replays), equal, eager.tokens.size(), worst, range,
+      worst == 0.0 ? ", bitwise equal" : "");
   EXPECT_EQ(equal, static_cast<int>(eager.tokens.size()));
   EXPECT_LE(worst, 1e-4 * std::max(range, 1.0));
 }
 
 INSTANTIATE_TEST_SUITE_P(Codecs, CudaGraphTest,
-                         ::testing::Values(std::make_pair("fp16", 0),
-                                           std::make_pair("kivi-k2v2", 32),
-                                           std::make_pair("vecinfer-k2v2", 0),
-                                           std::make_pair("vecinfer-k2v2", 32)));
+                         ::testing::Values(std::make_pair(std::string("fp16"), 0),
+                                           std::make_pair(std::string("kivi-k2v2"), 32),
+                                           std::make_pair(std::string("vecinfer-k2v2"), 0),
+                                           std::make_pair(std::string("vecinfer-k2v2"), 32)),
+                         [](const auto& info) {
+                           std::string name =
+                               info.param.first + "_sink" + std::to_string(info.param.second);
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace vqserve

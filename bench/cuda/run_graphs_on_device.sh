@@ -5,7 +5,9 @@
 # batch 1 on the carried model (VQSERVE_CUDA_GRAPHS=0 / 1) and cuda_e2e_decode_bench
 # --graphs both on the SmolLM2-135M shape at batch 1 and 16. binaries, model and codebook come
 # from $DIR as in run_serve_on_device.sh (bundle.tar.xz of bundle_binaries.sh with vqserve,
-# cuda_graph_test, cuda_e2e_decode_bench; model.gguf.xz; vecinfer-k2v2.vqcb). logs go to $OUT.
+# cuda_graph_test, cuda_e2e_decode_bench, cuda_model_test, cuda_vecinfer_model_test,
+# cuda_kivi_model_test; model.gguf.xz; vecinfer-k2v2.vqcb). last, the gpu-vs-cpu model tests
+# with graphs on (the default). logs go to $OUT.
 set -o pipefail
 OUT=${OUT:-/tmp/out}
 DIR=${DIR:-.devbuild/graphs}
@@ -35,5 +37,10 @@ M=$VQSERVE_MODEL B=/tmp/b
     $B/cuda_e2e_decode_bench --models smollm2 --codecs fp16,vecinfer-k2v2,kivi-k2v2 --batch $b \
       --ctx 2048 --short-ctx 256 --warmup 8 --steps 64 --budget-gb 80 --graphs both
     echo "exit: $?"
+  done
+  for t in cuda_vecinfer_model_test cuda_kivi_model_test cuda_model_test; do
+    echo "== $t (graphs on)"
+    timeout 40 $B/$t > "$OUT/${LOG}_$t.log" 2>&1; echo "$t exit: $?"
+    grep -E "^\[  (PASSED|FAILED) |tests ran" "$OUT/${LOG}_$t.log"
   done
 } 2>&1 | tee "$OUT/$LOG.log"
