@@ -8,9 +8,8 @@ set -o pipefail
 OUT=${OUT:-/tmp/out}
 DIR=${DIR:-.devbuild/runC}
 LOG=${LOG:-runC_cuda_e2e}
-mkdir -p "$OUT" /tmp/b
-python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall('/tmp/b')" "$DIR/bundle.tar.xz"
-export LD_LIBRARY_PATH=/tmp/b/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:$LD_LIBRARY_PATH
+mkdir -p "$OUT"
+. "$(dirname "$0")/unpack_bundle.sh"
 {
   date -u
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv

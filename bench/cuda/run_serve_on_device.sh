@@ -11,16 +11,8 @@ set -o pipefail
 OUT=${OUT:-/tmp/out}
 DIR=${DIR:-.devbuild/runA}
 LOG=${LOG:-runA_cuda_serve}
-mkdir -p "$OUT" /tmp/b
-python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall('/tmp/b')" "$DIR/bundle.tar.xz"
-python3 - "$DIR/model.gguf.xz" <<'PY'
-import lzma, shutil, sys
-with lzma.open(sys.argv[1]) as f, open("/tmp/model.gguf", "wb") as g:
-    shutil.copyfileobj(f, g)
-PY
-export LD_LIBRARY_PATH=/tmp/b/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:$LD_LIBRARY_PATH
-export VQSERVE_MODEL=/tmp/model.gguf VQSERVE_VQCB=$DIR/vecinfer-k2v2.vqcb
-M=$VQSERVE_MODEL B=/tmp/b
+mkdir -p "$OUT"
+. "$(dirname "$0")/unpack_bundle.sh"
 {
   date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   echo "== cuda_vecinfer_model_test (model $(sha256sum < $M | cut -c1-16))"
