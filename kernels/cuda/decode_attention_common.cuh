@@ -79,6 +79,31 @@ __device__ inline void BlockHeads(const DecodeAttentionParams& p, int hb, int* k
   *h0 = *kvh * group + (blockIdx.y % groups_per_kv) * hb;
 }
 
+// merges the partials of a block's kWarps warps, each over its own tokens, into workspace slot
+// `slot` of query heads h0 .. h0+hb-1 (hb <= 4): warp w's running max of head h (log2 units) at
+// wm[w * 4 + h], its sum at wl[w * 4 + h], its accumulator at red[(w * 4 + h) * D ...]. NT
+// threads; call after a barrier that made them visible.
+template <int D, int kWarps, int NT>
+__device__ void MergeWarpPartials(const DecodeAttentionParams& p, int b, int h0, int hb, int slot,
+                                  const float* wm, const float* wl, const float* red) {
+  for (int idx = threadIdx.x; idx < hb * D; idx += NT) {
+    const int h = idx / D, d = idx % D;
+    float mmax = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) mmax = fmaxf(mmax, wm[w * 4 + h]);
+    float o = 0.0f, l = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float mw = wm[w * 4 + h];
+      const float f = mw == -INFINITY ? 0.0f : exp2f(mw - mmax);
+      o += f * red[(w * 4 + h) * D + d];
+      l += f * wl[w * 4 + h];
+    }
+    PartialAcc(p, b, h0 + h, slot)[d] = o;
+    if (d == 0) *PartialMl(p, b, h0 + h, slot) = make_float2(mmax * 0.6931471805599453f, l);
+  }
+}
+
 }  // namespace vqserve::cuda
 
 #endif  // VQSERVE_KERNELS_CUDA_DECODE_ATTENTION_COMMON_CUH_

@@ -382,22 +382,7 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
     }
   }
   __syncthreads();
-  for (int idx = tid; idx < hb * kDim; idx += kThreads) {
-    const int h = idx / kDim, d = idx % kDim;
-    float mmax = -INFINITY;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) mmax = fmaxf(mmax, wm[w * 4 + h]);
-    float o = 0.0f, l = 0.0f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      const float mw = wm[w * 4 + h];
-      const float f = mw == -INFINITY ? 0.0f : exp2f(mw - mmax);
-      o += f * red[(w * 4 + h) * kDim + d];
-      l += f * wl[w * 4 + h];
-    }
-    PartialAcc(p, b, h0 + h, split)[d] = o;
-    if (d == 0) *PartialMl(p, b, h0 + h, split) = make_float2(mmax * 0.6931471805599453f, l);
-  }
+  MergeWarpPartials<kDim, kWarps, kThreads>(p, b, h0, hb, split, wm, wl, red);
 }
 
 // q_tilde (batch, num_heads, 128) fp32; codebooks (32, 256, 4) fp32 per kv head; pages per

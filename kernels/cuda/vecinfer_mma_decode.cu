@@ -361,22 +361,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
     }
   }
   __syncthreads();
-  for (int idx = tid; idx < hb * kDim; idx += kMmaThreads) {
-    const int h = idx / kDim, d = idx % kDim;
-    float mmax = -INFINITY;
-#pragma unroll
-    for (int w = 0; w < kMmaWarps; ++w) mmax = fmaxf(mmax, wm[w * 4 + h]);
-    float o = 0.0f, l = 0.0f;
-#pragma unroll
-    for (int w = 0; w < kMmaWarps; ++w) {
-      const float mw = wm[w * 4 + h];
-      const float f = mw == -INFINITY ? 0.0f : exp2f(mw - mmax);
-      o += f * red[(w * 4 + h) * kDim + d];
-      l += f * wl[w * 4 + h];
-    }
-    PartialAcc(p, b, h0 + h, split)[d] = o;
-    if (d == 0) *PartialMl(p, b, h0 + h, split) = make_float2(mmax * 0.6931471805599453f, l);
-  }
+  MergeWarpPartials<kDim, kMmaWarps, kMmaThreads>(p, b, h0, hb, split, wm, wl, red);
 }
 
 template <bool kLut>
