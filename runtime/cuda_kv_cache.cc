@@ -21,7 +21,7 @@ namespace vqserve {
 
 namespace {
 constexpr char kCudaCodecs[] =
-    "fp16, kivi-k2v2, kivi-k4v4, vecinfer-k4v4, vecinfer-k2v2, vecinfer-k2v1, vecinfer-k1v1 "
+    "fp16, kivi-k2v2, kivi-k4v4 and vecinfer-kXvY for X, Y in 4, 3, 2, 1.5, 1 "
     "(with any of the -nosmooth, -nohadamard, -perhead suffixes)";
 }  // namespace
 
@@ -36,10 +36,8 @@ absl::Status CudaKvCodecSupported(const std::string& name, int head_dim) {
     absl::StatusOr<VecInferOptions> o = VecInferOptionsForName(name);
     absl::StatusOr<PqSpec> k = o.ok() ? PqSpecForBits(o->k_bits) : o.status();
     absl::StatusOr<PqSpec> v = o.ok() ? PqSpecForBits(o->v_bits) : o.status();
-    if (k.ok() && v.ok() && k->code_bits == 8 && v->code_bits == 8) {
-      const int dk = k->sub_dim, dv = v->sub_dim;
-      ok = (dk == dv) || (dk == 4 && dv == 8);
-    }
+    ok = k.ok() && v.ok();  // every width: the decode dispatch picks the kernel
+
   }
   if (ok) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat("kv codec '", name, "' cannot be held by the "
@@ -180,6 +178,8 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
   vc.v_centroids = vc.k_centroids + cb->k_centroids.size();
   vc.k_sub_dim = k.sub_dim;
   vc.v_sub_dim = v.sub_dim;
+  vc.k_code_bits = k.code_bits;
+  vc.v_code_bits = v.code_bits;
   vc.per_head = cb->options.per_head;
   vc.hadamard = cb->options.hadamard;
   return c;

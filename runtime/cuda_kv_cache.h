@@ -2,7 +2,7 @@
 #define VQSERVE_RUNTIME_CUDA_KV_CACHE_H_
 
 // the kv cache of the cuda model: pages ("fp16", "kivi-k2v2" / "kivi-k4v4", or "vecinfer-kXvY"
-// with 8-bit codes, of docs/kv_formats.md), fp16 residual rings and, for the coded formats, the
+// of docs/kv_formats.md), fp16 residual rings and, for the coded formats, the
 // fp16 attention sink of each slot in device memory, with the same spec, flush policy and page
 // metadata as a PagedKvCache over the same codec and sink. the cuda model appends and attends on
 // the device itself; the host Append / Attend of KvCache are not offered (they abort).
@@ -22,13 +22,16 @@ namespace vqserve {
 enum class CudaKvFormat { kFp16, kKivi, kVecInfer };
 
 // a vecinfer cache's constants in device memory, all layers, laid out as VecInferCodebooks:
-// lambda (layers, H, D); k_centroids (layers, g, D / k_sub_dim, 256, k_sub_dim); v likewise.
+// lambda (layers, H, D); k_centroids (layers, g, D / k_sub_dim, 2^k_code_bits, k_sub_dim); v
+// likewise.
 struct CudaVecInferConstants {
   const float* lambda = nullptr;
   const float* k_centroids = nullptr;
   const float* v_centroids = nullptr;
   int k_sub_dim = 4;
   int v_sub_dim = 4;
+  int k_code_bits = 8;  // 8 or 12
+  int v_code_bits = 8;
   bool per_head = false;  // g = num_kv_heads, else 1
   bool hadamard = true;
 };
@@ -103,9 +106,10 @@ class CudaKvCache : public KvCache {
 absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKvCache(const KvShape& shape, int num_pages,
                                                             int num_slots);
 
-// a vecinfer cache over `codebooks` (8-bit codes: 4, 2 or 1 bits per element; key / value
-// sub-vectors (2,2), (4,4), (8,8) or (4,8), as the fused decode kernel takes them), keeping the
-// first `sink_tokens` tokens (rounded down to pages) of each sequence in fp16.
+// a vecinfer cache over `codebooks` (any width: 4, 3, 2, 1.5 or 1 bits per element for keys
+// and values; 8-bit codes with key / value sub-vectors (2,2), (4,4), (8,8) or (4,8) run the
+// lut and tensor-core decode kernels, the others the generic one), keeping the first
+// `sink_tokens` tokens (rounded down to pages) of each sequence in fp16.
 absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
     std::shared_ptr<const VecInferCodebooks> codebooks, int num_pages, int num_slots,
     int sink_tokens = 0);

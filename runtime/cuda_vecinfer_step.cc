@@ -15,8 +15,8 @@ cuda::VecInferLayerCodec LayerCodec(const CudaKvCache& cache, int layer) {
   const CudaVecInferConstants& c = cache.vecinfer();
   const KvShape& s = cache.shape();
   const int64_t H = s.num_kv_heads, D = s.head_dim, g = c.per_head ? H : 1;
-  const int64_t k_head = D / c.k_sub_dim * 256 * c.k_sub_dim;  // == 256 * D
-  const int64_t v_head = D / c.v_sub_dim * 256 * c.v_sub_dim;
+  const int64_t k_head = D << c.k_code_bits;  // (D / k_sub_dim, 2^bits, k_sub_dim)
+  const int64_t v_head = D << c.v_code_bits;
   cuda::VecInferLayerCodec lc;
   lc.lambda = c.lambda + layer * H * D;
   lc.hadamard = c.hadamard;
@@ -26,6 +26,8 @@ cuda::VecInferLayerCodec LayerCodec(const CudaKvCache& cache, int layer) {
   lc.v_codebook_head_stride = c.per_head ? v_head : 0;
   lc.k_sub_dim = c.k_sub_dim;
   lc.v_sub_dim = c.v_sub_dim;
+  lc.k_code_bits = c.k_code_bits;
+  lc.v_code_bits = c.v_code_bits;
   return lc;
 }
 
@@ -58,6 +60,8 @@ std::string CudaVecInferStep::Layer(const CudaKvCache& cache, int layer,
     ep.v_codebook_head_stride = codec.v_codebook_head_stride;
     ep.k_sub_dim = codec.k_sub_dim;
     ep.v_sub_dim = codec.v_sub_dim;
+    ep.k_code_bits = codec.k_code_bits;
+    ep.v_code_bits = codec.v_code_bits;
     ep.num_kv_heads = H;
     ep.head_dim = D;
     ep.dst = step.pages + step.layer_offset;
@@ -84,6 +88,8 @@ std::string CudaVecInferStep::Layer(const CudaKvCache& cache, int layer,
     dp.vq_v_codebook_head_stride = codec.v_codebook_head_stride;
     dp.vq_k_sub_dim = codec.k_sub_dim;
     dp.vq_v_sub_dim = codec.v_sub_dim;
+    dp.vq_k_code_bits = codec.k_code_bits;
+    dp.vq_v_code_bits = codec.v_code_bits;
     coded.SetDecodeSink(cache, layer, &dp);
     return cuda::LaunchDecodeAttention(cuda::KvPageFormat::kVecInfer, dp, stream);
   }

@@ -168,11 +168,14 @@ void CompareWithCpuCodec(const KvCodec& codec, const VecInferCodebooks* vq, int 
       for (int i = 0; i < D; ++i) qt[i] = q[static_cast<size_t>(qh) * D + i] * lam[i];
       if (vq->options.hadamard) kernels::FastWalshHadamard(qt, D);
     }
-    const size_t kbook = static_cast<size_t>(256) * D;
+    const PqSpec ks = *PqSpecForBits(vq->options.k_bits), vs = *PqSpecForBits(vq->options.v_bits);
+    const size_t kbook = static_cast<size_t>(D) << ks.code_bits, vbook = static_cast<size_t>(D) << vs.code_bits;
     c.k_codebook.assign(vq->k_centroids.begin() + layer * kbook, vq->k_centroids.begin() + (layer + 1) * kbook);
-    c.v_codebook.assign(vq->v_centroids.begin() + layer * kbook, vq->v_centroids.begin() + (layer + 1) * kbook);
-    c.spec.vq_k_sub_dim = 4;
-    c.spec.vq_v_sub_dim = 4;
+    c.v_codebook.assign(vq->v_centroids.begin() + layer * vbook, vq->v_centroids.begin() + (layer + 1) * vbook);
+    c.spec.vq_k_sub_dim = ks.sub_dim;
+    c.spec.vq_v_sub_dim = vs.sub_dim;
+    c.spec.vq_k_code_bits = ks.code_bits;
+    c.spec.vq_v_code_bits = vs.code_bits;
   } else if (codec.name().rfind("kivi", 0) == 0) {
     format = cuda::KvPageFormat::kKivi;
     c.spec.kivi_bits = 2;
@@ -185,6 +188,26 @@ void CompareWithCpuCodec(const KvCodec& codec, const VecInferCodebooks* vq, int 
   EXPECT_LE(testing::RelativeError(dev.Output(), ref), 1e-3) << codec.name() << " n=" << n;
 }
 
+// random vecinfer books for a 2-layer `shape`: lambda in [0.5, 1.5], centroids uniform in
+// [-1, 1) (k_scale for keys).
+std::shared_ptr<VecInferCodebooks> RandomBooks(const KvShape& shape, float k_bits, float v_bits,
+                                               unsigned seed, float k_scale = 1.0f) {
+  auto books = std::make_shared<VecInferCodebooks>();
+  books->options.k_bits = k_bits;
+  books->options.v_bits = v_bits;
+  books->shape = shape;
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  const size_t hd = static_cast<size_t>(shape.num_layers) * shape.head_dim;
+  books->lambda.resize(hd * shape.num_kv_heads);
+  for (float& x : books->lambda) x = 0.5f + 0.5f * (u(rng) + 1.0f);
+  books->k_centroids.resize(hd << PqSpecForBits(k_bits)->code_bits);
+  books->v_centroids.resize(hd << PqSpecForBits(v_bits)->code_bits);
+  for (float& x : books->k_centroids) x = k_scale * u(rng);
+  for (float& x : books->v_centroids) x = u(rng);
+  return books;
+}
+
 TEST(CudaDecodeCpuCodecTest, MatchesCpuCodecs) {
   if (!HaveDevice()) GTEST_SKIP() << "no cuda device on this machine";
   for (int d : {64, 128}) {
@@ -192,42 +215,62 @@ TEST(CudaDecodeCpuCodecTest, MatchesCpuCodecs) {
     for (int n : {5, 200, 1000}) {
       CompareWithCpuCodec(*MakeFp16Codec(shape), nullptr, 1, n);
       CompareWithCpuCodec(*MakeKiviCodec(shape, 2), nullptr, 1, n);
-      auto books = std::make_shared<VecInferCodebooks>();
-      books->options.k_bits = 2;
-      books->options.v_bits = 2;
-      books->shape = shape;
-      std::mt19937 rng(3);
-      std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-      books->lambda.resize(static_cast<size_t>(2) * 2 * d);
-      for (float& x : books->lambda) x = 0.5f + 0.5f * (u(rng) + 1.0f);
-      books->k_centroids.resize(static_cast<size_t>(2) * 256 * d);
-      books->v_centroids.resize(books->k_centroids.size());
-      for (float& x : books->k_centroids) x = u(rng);
-      for (float& x : books->v_centroids) x = u(rng);
+      auto books = RandomBooks(shape, 2, 2, 3);
       CompareWithCpuCodec(*MakeVecInferCodec(books), books.get(), 1, n);
     }
   }
 }
 
+// the widths the generic kernel serves (12-bit codes; an 8-bit pair the lut kernels do not
+// take), on pages the cpu codec wrote, for gqa 1, 3, 4, 8.
+TEST(CudaDecodeCpuCodecTest, VecInferGenericWidths) {
+  if (!HaveDevice()) GTEST_SKIP() << "no cuda device on this machine";
+  const float widths[][2] = {{3, 3}, {1.5f, 1.5f}, {2, 1.5f}, {4, 2}};
+  for (const auto& w : widths) {
+    for (int d : {64, 128}) {
+      for (int g : {1, 3, 4, 8}) {
+        KvShape shape{2, 2, 2 * g, d};
+        auto books = RandomBooks(shape, w[0], w[1], 5 + g);
+        auto codec = MakeVecInferCodec(books);
+        for (int n : g == 3 ? std::vector<int>{5, 161, 200, 1000} : std::vector<int>{200}) {
+          CompareWithCpuCodec(*codec, books.get(), 1, n);
+        }
+      }
+    }
+  }
+}
+
+// code m of a vecinfer code row (docs/kv_formats.md): 8-bit codes a byte each, 12-bit codes
+// c0 | c1 << 12 in 3 bytes.
+int RowCode(const uint8_t* row, int m, int bits) {
+  if (bits == 8) return row[m];
+  const uint8_t* b = row + 3 * (m / 2);
+  const uint32_t w = b[0] | static_cast<uint32_t>(b[1]) << 8 | static_cast<uint32_t>(b[2]) << 16;
+  return (m % 2 == 0 ? w : w >> 12) & 0xfff;
+}
+
 // the gpu page encoder against the cpu codec's EncodePage: codes equal except on near-ties,
-// where both picks must be (within rounding) equally near.
+// where both picks must be (within rounding) equally near. every width: 8-bit codes of 2, 4, 8
+// dims and 12-bit codes of 4 and 8 dims.
 TEST(CudaVecInferEncodeTest, MatchesCpuEncodePage) {
   if (!HaveDevice()) GTEST_SKIP() << "no cuda device on this machine";
   for (int d : {64, 128}) {
-    for (int sub : {2, 4, 8}) {
+    for (float bits : {4.0f, 2.0f, 1.0f, 3.0f, 1.5f}) {
       const int H = 2, P = 32, layer = 1;
+      const PqSpec pq = *PqSpecForBits(bits);
+      const int sub = pq.sub_dim, cb = pq.code_bits;
       KvShape shape{2, H, 2 * H, d};
-      const float bits = sub == 2 ? 4.0f : sub == 4 ? 2.0f : 1.0f;
       auto books = std::make_shared<VecInferCodebooks>();
       books->options.k_bits = bits;
       books->options.v_bits = bits;
       books->shape = shape;
-      std::mt19937 rng(static_cast<unsigned>(d + sub));
+      std::mt19937 rng(static_cast<unsigned>(d + sub + cb));
       std::uniform_real_distribution<float> u(-1.0f, 1.0f);
       std::normal_distribution<float> normal(0.0f, 1.0f);
       books->lambda.resize(static_cast<size_t>(2) * H * d);
       for (float& x : books->lambda) x = 0.5f + 0.5f * (u(rng) + 1.0f);
-      books->k_centroids.resize(static_cast<size_t>(2) * 256 * d);
+      const size_t book = static_cast<size_t>(d) << cb;
+      books->k_centroids.resize(2 * book);
       books->v_centroids.resize(books->k_centroids.size());
       for (float& x : books->k_centroids) x = 0.4f * normal(rng);
       for (float& x : books->v_centroids) x = normal(rng);
@@ -238,7 +281,6 @@ TEST(CudaVecInferEncodeTest, MatchesCpuEncodePage) {
       std::vector<uint8_t> cpu(codec->LayerPageBytes());
       codec->EncodePage(layer, 0, k.data(), v.data(), cpu.data());
 
-      const size_t book = static_cast<size_t>(256) * d;
       std::vector<float> lam(books->lambda.begin() + static_cast<size_t>(layer) * H * d,
                              books->lambda.begin() + static_cast<size_t>(layer + 1) * H * d);
       std::vector<float> ck(books->k_centroids.begin() + layer * book, books->k_centroids.begin() + (layer + 1) * book);
@@ -265,6 +307,8 @@ TEST(CudaVecInferEncodeTest, MatchesCpuEncodePage) {
       ep.v_codebook = dcv;
       ep.k_sub_dim = sub;
       ep.v_sub_dim = sub;
+      ep.k_code_bits = cb;
+      ep.v_code_bits = cb;
       ep.num_kv_heads = H;
       ep.head_dim = d;
       ep.dst = ddst;
@@ -276,7 +320,7 @@ TEST(CudaVecInferEncodeTest, MatchesCpuEncodePage) {
         cudaFree(ptr);
       }
       // distances in float64 of both picks, in the space each sub-vector is coded in.
-      const int m_count = d / sub;
+      const int m_count = d / sub, row_bytes = m_count * cb / 8;
       int mismatches = 0;
       for (int h = 0; h < H; ++h) {
         for (int t = 0; t < P; ++t) {
@@ -284,26 +328,26 @@ TEST(CudaVecInferEncodeTest, MatchesCpuEncodePage) {
           for (int i = 0; i < d; ++i) kt[i] = k[(static_cast<size_t>(t) * H + h) * d + i] / lam[h * d + i];
           kernels::FastWalshHadamard(kt.data(), d);
           for (int kv = 0; kv < 2; ++kv) {
-            const size_t row = (kv == 0 ? 0 : static_cast<size_t>(H) * P * m_count) + (static_cast<size_t>(h) * P + t) * m_count;
+            const size_t row = (kv == 0 ? 0 : static_cast<size_t>(H) * P * row_bytes) + (static_cast<size_t>(h) * P + t) * row_bytes;
             const float* x = kv == 0 ? kt.data() : &v[(static_cast<size_t>(t) * H + h) * d];
             const std::vector<float>& c = kv == 0 ? ck : cv;
             for (int m = 0; m < m_count; ++m) {
-              const int a = cpu[row + m], b = gpu[row + m];
+              const int a = RowCode(&cpu[row], m, cb), b = RowCode(&gpu[row], m, cb);
               if (a == b) continue;
               ++mismatches;
               double da = 0, db = 0;
               for (int e = 0; e < sub; ++e) {
-                const double xa = x[m * sub + e] - c[(static_cast<size_t>(m) * 256 + a) * sub + e];
-                const double xb = x[m * sub + e] - c[(static_cast<size_t>(m) * 256 + b) * sub + e];
+                const double xa = x[m * sub + e] - c[((static_cast<size_t>(m) << cb) + a) * sub + e];
+                const double xb = x[m * sub + e] - c[((static_cast<size_t>(m) << cb) + b) * sub + e];
                 da += xa * xa;
                 db += xb * xb;
               }
-              EXPECT_LE(std::fabs(db - da), 1e-4 * (da + 1e-3)) << "d=" << d << " sub=" << sub;
+              EXPECT_LE(std::fabs(db - da), 1e-4 * (da + 1e-3)) << "d=" << d << " bits=" << bits;
             }
           }
         }
       }
-      EXPECT_LE(mismatches, static_cast<int>(cpu.size() / 100)) << "d=" << d << " sub=" << sub;
+      EXPECT_LE(mismatches, 2 * H * P * m_count / 100) << "d=" << d << " bits=" << bits;
     }
   }
 }

@@ -1,4 +1,5 @@
-// the cuda model over a vecinfer-k2v2 CudaKvCache (code pages + fp16 ring on the device, pages
+// the cuda model over a vecinfer CudaKvCache (vecinfer-k2v2, or the codec of the artifact
+// VQSERVE_VQCB names: any width, 12-bit codes too) (code pages + fp16 ring on the device, pages
 // encoded by the gpu encode kernel, fused decode kernel) against the cpu model (fp32 weights)
 // over a PagedKvCache of the same codec and codebooks: prompts long enough that prefill codes
 // pages and decode flushes more, greedy picks equal (or cpu ties) and logits close; chunked
@@ -32,7 +33,7 @@ using testing::MaxDiff;
 using testing::RunSeq;
 
 
-constexpr char kCodec[] = "vecinfer-k2v2";
+constexpr char kDefaultCodec[] = "vecinfer-k2v2";
 constexpr int kSteps = 40;
 // gpu (fp16 weights, fp16 lut scores in decode) vs cpu (fp32): max |Δlogit| over the logit
 // range of the step; a code picked differently at a near-tie of two centroids moves a logit a
@@ -45,7 +46,7 @@ constexpr double kChunkRelTolerance = 0.02;
 std::string VqcbPath() {
   const char* env = std::getenv("VQSERVE_VQCB");
   if (env != nullptr && *env != '\0') return env;
-  return testing::CodebookPath(kCodec);
+  return testing::CodebookPath(kDefaultCodec);
 }
 
 class CudaVecInferModelTest : public ::testing::Test {
@@ -56,10 +57,11 @@ class CudaVecInferModelTest : public ::testing::Test {
     path_ = testing::DefaultModelPath();
     if (path_.empty()) GTEST_SKIP() << "no model in models/ (and VQSERVE_MODEL unset)";
     const std::string vqcb = VqcbPath();
-    if (vqcb.empty()) GTEST_SKIP() << "no " << kCodec << " codebooks (set VQSERVE_VQCB)";
+    if (vqcb.empty()) GTEST_SKIP() << "no " << kDefaultCodec << " codebooks (set VQSERVE_VQCB)";
     auto book = CodebookFile::Load(vqcb);
     ASSERT_TRUE(book.ok()) << book.status();
     book_ = std::make_unique<CodebookFile>(std::move(*book));
+    codec_ = book_->codec;
     auto gpu = LoadCudaLlamaModel(path_);
     ASSERT_TRUE(gpu.ok()) << gpu.status();
     gpu_ = std::move(*gpu);
@@ -93,6 +95,7 @@ class CudaVecInferModelTest : public ::testing::Test {
 
   std::string path_;
   std::unique_ptr<CodebookFile> book_;
+  std::string codec_;  // the artifact's codec
   std::unique_ptr<LlamaModel> gpu_;
   std::vector<std::vector<int32_t>> prompts_;
   int pages_per_seq_ = 0;
@@ -103,10 +106,10 @@ void CudaVecInferModelTest::CompareWithCpu(int sink) {
   options.quantized_decode = false;  // fp32 weights: the closest cpu path to the gpu's fp16
   auto cpu = LlamaModel::Load(path_, options);
   ASSERT_TRUE(cpu.ok()) << cpu.status();
-  auto codec = MakeCodec(kCodec, (*cpu)->kv_shape(), book_.get());
+  auto codec = MakeCodec(codec_, (*cpu)->kv_shape(), book_.get());
   ASSERT_TRUE(codec.ok()) << codec.status();
   auto cpu_cache = MakePagedKvCache(std::move(*codec), pages_per_seq_ * 3, 3, sink);
-  auto gpu_cache = GpuCache(kCodec, sink);
+  auto gpu_cache = GpuCache(codec_, sink);
   ASSERT_NE(gpu_cache, nullptr);
   EXPECT_EQ(cpu_cache->spec().page_bytes, gpu_cache->spec().page_bytes);
   EXPECT_EQ(cpu_cache->spec().slot_bytes, gpu_cache->spec().slot_bytes);
@@ -137,11 +140,11 @@ void CudaVecInferModelTest::CompareWithCpu(int sink) {
     const double diff = MaxDiff(ref, got, &range);
     std::printf("[%s sink %d gpu vs cpu] prompt %zu (%zu tokens): max |dlogit| %.4f, range "
                 "%.2f, ratio %.5f\n",
-                kCodec, sink, j, prompts_[j].size(), diff, range, diff / range);
+                codec_.c_str(), sink, j, prompts_[j].size(), diff, range, diff / range);
     worst = std::max(worst, diff / range);
   }
   std::printf("[%s sink %d gpu vs cpu] greedy picks equal %d/%d; worst |dlogit|/range %.5f\n",
-              kCodec, sink, equal, total, worst);
+              codec_.c_str(), sink, equal, total, worst);
   EXPECT_LE(worst, kCpuRelTolerance);
 }
 
@@ -151,8 +154,8 @@ TEST_F(CudaVecInferModelTest, MatchesCpuPagedCache) { CompareWithCpu(0); }
 TEST_F(CudaVecInferModelTest, MatchesCpuPagedCacheWithSink) { CompareWithCpu(32); }
 
 TEST_F(CudaVecInferModelTest, ChunkedPrefillEqualsTokenByToken) {
-  auto a = GpuCache(kCodec);
-  auto b = GpuCache(kCodec);
+  auto a = GpuCache(codec_);
+  auto b = GpuCache(codec_);
   ASSERT_NE(a, nullptr);
   const std::vector<int32_t>& prompt = prompts_[2];
   std::vector<int32_t> picks_a, picks_b;
@@ -164,21 +167,21 @@ TEST_F(CudaVecInferModelTest, ChunkedPrefillEqualsTokenByToken) {
   const double diff = MaxDiff(whole, chunks, &range);
   std::printf("[%s gpu] one prefill step vs %zu single-token steps: max |dlogit| %.5f (range "
               "%.2f)\n",
-              kCodec, prompt.size(), diff, range);
+              codec_.c_str(), prompt.size(), diff, range);
   EXPECT_LE(diff, kChunkRelTolerance * range);
   // 64-token chunks as well (the engine's chunked prefill).
-  auto c = GpuCache(kCodec);
+  auto c = GpuCache(codec_);
   std::vector<int32_t> picks_c;
   auto chunk64 = RunSeq(*gpu_, *c, 2, 2 * pages_per_seq_, pages_per_seq_, prompt, 64, kSteps,
                         &picks_a, &picks_c);
   const double diff64 = MaxDiff(whole, chunk64, &range);
-  std::printf("[%s gpu] one prefill step vs 64-token chunks: max |dlogit| %.5f\n", kCodec, diff64);
+  std::printf("[%s gpu] one prefill step vs 64-token chunks: max |dlogit| %.5f\n", codec_.c_str(), diff64);
   EXPECT_LE(diff64, kChunkRelTolerance * range);
 }
 
 TEST_F(CudaVecInferModelTest, MixedCachesInOneStepEqualAlone) {
-  auto fp16_a = GpuCache("fp16"), vi_a = GpuCache(kCodec);
-  auto fp16_b = GpuCache("fp16"), vi_b = GpuCache(kCodec);
+  auto fp16_a = GpuCache("fp16"), vi_a = GpuCache(codec_);
+  auto fp16_b = GpuCache("fp16"), vi_b = GpuCache(codec_);
   ASSERT_NE(fp16_a, nullptr);
   ASSERT_NE(vi_a, nullptr);
   const std::vector<int32_t>& p0 = prompts_[1];
@@ -211,22 +214,22 @@ TEST_F(CudaVecInferModelTest, MixedCachesInOneStepEqualAlone) {
     diff = std::max(diff, double(std::fabs(mixed[i] - alone_vi[i])));
     diff = std::max(diff, double(std::fabs(mixed[vocab + i] - alone_fp16[i])));
   }
-  std::printf("[mixed fp16 + %s step] max |dlogit| vs alone %.6f\n", kCodec, diff);
+  std::printf("[mixed fp16 + %s step] max |dlogit| vs alone %.6f\n", codec_.c_str(), diff);
   EXPECT_LE(diff, 1e-3);
 }
 
 TEST(CudaKvCacheForCodec, RefusesWhatTheGpuCannotHold) {
   KvShape shape{2, 2, 4, 64};
-  auto commvq = MakeCudaKvCacheForCodec("commvq-2", shape, nullptr, 1, 1);
-  ASSERT_FALSE(commvq.ok());
-  EXPECT_NE(commvq.status().message().find("cuda runtime"), std::string::npos) << commvq.status();
+  auto odd = MakeCudaKvCacheForCodec("kivi-k3v3", shape, nullptr, 1, 1);
+  ASSERT_FALSE(odd.ok());
+  EXPECT_NE(odd.status().message().find("cuda runtime"), std::string::npos) << odd.status();
   for (const char* ok : {"fp16", "kivi-k2v2", "kivi-k4v4", "vecinfer-k2v2", "vecinfer-k4v4",
                          "vecinfer-k2v1", "vecinfer-k1v1", "vecinfer-k2v2-perhead",
-                         "vecinfer-k2v2-nohadamard"}) {
+                         "vecinfer-k2v2-nohadamard", "vecinfer-k3v3", "vecinfer-k4v2",
+                         "vecinfer-k1.5v1.5", "vecinfer-k2v1.5-perhead"}) {
     EXPECT_TRUE(CudaKvCodecSupported(ok, 64).ok()) << ok;
   }
-  for (const char* bad : {"kivi-k3v3", "commvq-2", "vecinfer-k3v3", "vecinfer-k4v2",
-                          "vecinfer-k1.5v1.5", "nonsense"}) {
+  for (const char* bad : {"kivi-k3v3", "vecinfer-k5v5", "nonsense"}) {
     EXPECT_FALSE(CudaKvCodecSupported(bad, 128).ok()) << bad;
   }
   EXPECT_FALSE(CudaKvCodecSupported("fp16", 96).ok());

@@ -58,6 +58,7 @@ struct Kernel {
   int vecinfer_version = 0;  // DecodeAttentionParams::vecinfer_version (1 v4 lut, 2 v5, 3 v6, 4 v7, 5 v7r)
   int cvq_rounds = 0, cvq_value_rounds = 0;  // commvq: key / value rounds
   int fp16_version = 0;  // 1: the element-wise fp16 kernel instead of the staged one
+  int k_code_bits = 8, v_code_bits = 8;  // vecinfer code widths (12: the generic kernel)
 };
 
 // commvq token scales (fp16 key norms, the first 64 * kv heads bytes of every page): 4 .. 24.
@@ -78,7 +79,7 @@ size_t LayerPageBytes(const Kernel& k) {
     case KvPageFormat::kKivi:
       return 4 * H * D + 4 * H * P * (D / 32) + 2 * H * D * P * k.kivi_bits / 8;
     case KvPageFormat::kVecInfer:
-      return H * P * (D / k.dk + D / k.dv);
+      return H * P * ((D / k.dk) * k.k_code_bits / 8 + (D / k.dv) * k.v_code_bits / 8);
     case KvPageFormat::kCommVq:
       return 2 * H * P + 48 * H * k.cvq_rounds + H * k.cvq_value_rounds * (D / 8) * P;
   }
@@ -136,6 +137,8 @@ int main(int argc, char** argv) {
       {"vecinfer-k2v2-v7r", KvPageFormat::kVecInfer, 2, 4, 4, 128, 5},
       {"vecinfer-k1v1", KvPageFormat::kVecInfer, 2, 8, 8, 128},
       {"vecinfer-k2v1", KvPageFormat::kVecInfer, 2, 4, 8, 128},
+      {"vecinfer-k3v3", KvPageFormat::kVecInfer, 2, 4, 4, 128, 0, 0, 0, 0, 12, 12},
+      {"vecinfer-k1.5v1.5", KvPageFormat::kVecInfer, 2, 8, 8, 128, 0, 0, 0, 0, 12, 12},
       {"commvq-1", KvPageFormat::kCommVq, 2, 4, 4, 128, 0, 11, 1},
       {"commvq-2", KvPageFormat::kCommVq, 2, 4, 4, 128, 0, 21, 2},
   };
@@ -200,9 +203,9 @@ int main(int argc, char** argv) {
         VQ_CUDA_CHECK(cudaMalloc(&qt, size_t{4} * batch * kHeads * kDim));
         VQ_CUDA_CHECK(cudaMalloc(&out, size_t{4} * batch * kHeads * kDim));
         VQ_CUDA_CHECK(cudaMalloc(&ws, 4 * vqserve::cuda::DecodeWorkspaceFloats(batch, kHeads, kDim)));
-        // vecinfer: one (256, D) book each; commvq: (kv heads, R, 64, D) keys, (kv heads, Rv, 256, D) values.
-        const size_t ck_floats = k.format == KvPageFormat::kCommVq ? size_t{1} * kKvHeads * k.cvq_rounds * 64 * kDim : 256 * kDim;
-        const size_t cv_floats = k.format == KvPageFormat::kCommVq ? size_t{1} * kKvHeads * k.cvq_value_rounds * 256 * kDim : 256 * kDim;
+        // vecinfer: one (2^bits, D) book each; commvq: (kv heads, R, 64, D) keys, (kv heads, Rv, 256, D) values.
+        const size_t ck_floats = k.format == KvPageFormat::kCommVq ? size_t{1} * kKvHeads * k.cvq_rounds * 64 * kDim : size_t{kDim} << k.k_code_bits;
+        const size_t cv_floats = k.format == KvPageFormat::kCommVq ? size_t{1} * kKvHeads * k.cvq_value_rounds * 256 * kDim : size_t{kDim} << k.v_code_bits;
         VQ_CUDA_CHECK(cudaMalloc(&ck, 4 * ck_floats));
         VQ_CUDA_CHECK(cudaMalloc(&cv, 4 * cv_floats));
         VQ_CUDA_CHECK(cudaMemcpy(d_table, table.data(), table.size() * 4, cudaMemcpyHostToDevice));
@@ -250,6 +253,8 @@ int main(int argc, char** argv) {
         p.vq_v_codebook = cv;
         p.vq_k_sub_dim = k.dk;
         p.vq_v_sub_dim = k.dv;
+        p.vq_k_code_bits = k.k_code_bits;
+        p.vq_v_code_bits = k.v_code_bits;
         p.vecinfer_version = k.vecinfer_version;
         p.fp16_version = k.fp16_version;
         if (k.format == KvPageFormat::kCommVq) {

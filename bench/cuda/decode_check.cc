@@ -27,6 +27,7 @@ struct Variant {
   bool per_head;
   int vecinfer_version = 0;  // DecodeAttentionParams::vecinfer_version (1 v4 lut, 2 v5, 3 v6, 4 v7, 5 v7r)
   int fp16_version = 0;      // 1: the element-wise fp16 kernel instead of the staged one
+  int k_code_bits = 8, v_code_bits = 8;  // vecinfer code widths (12: the generic kernel)
 };
 
 // commvq-1 / commvq-2 key and value rounds for head_dim d (CommVqOptionsForName): R =
@@ -118,6 +119,12 @@ int Run(bool with_long, bool commvq_only, bool vecinfer_only) {
       {"vecinfer-k4v4", DecodeFormat::kVecInfer, 2, 2, 2, 128, false},
       {"vecinfer-k1v1", DecodeFormat::kVecInfer, 2, 8, 8, 128, false},
       {"vecinfer-k2v1", DecodeFormat::kVecInfer, 2, 4, 8, 128, false},
+      // the generic kernel: 12-bit codes, and an 8-bit pair the lut kernels do not take.
+      {"vecinfer-k3v3", DecodeFormat::kVecInfer, 2, 4, 4, 128, false, 0, 0, 12, 12},
+      {"vecinfer-k1.5v1.5", DecodeFormat::kVecInfer, 2, 8, 8, 128, false, 0, 0, 12, 12},
+      {"vecinfer-k1.5v1.5-ph", DecodeFormat::kVecInfer, 2, 8, 8, 128, true, 0, 0, 12, 12},
+      {"vecinfer-k2v1.5", DecodeFormat::kVecInfer, 2, 4, 8, 128, false, 0, 0, 8, 12},
+      {"vecinfer-k4v2", DecodeFormat::kVecInfer, 2, 2, 4, 128, false},
   };
   const std::vector<int> lens = {1, 31, 33, 129, 161, 200, 1000, 4133};
   int failures = 0, cases = 0;
@@ -141,6 +148,8 @@ int Run(bool with_long, bool commvq_only, bool vecinfer_only) {
           s.vq_k_sub_dim = v.dk;
           s.vq_v_sub_dim = v.dv;
           s.vq_per_head = v.per_head;
+          s.vq_k_code_bits = v.k_code_bits;
+          s.vq_v_code_bits = v.v_code_bits;
           s.seed = ++seed;
           DecodeCase c = MakeDecodeCase(s);
           DeviceDecodeCase dev(c);
@@ -174,6 +183,8 @@ int Run(bool with_long, bool commvq_only, bool vecinfer_only) {
       s.vq_k_sub_dim = v.dk;
       s.vq_v_sub_dim = v.dv;
       s.vq_per_head = v.per_head;
+      s.vq_k_code_bits = v.k_code_bits;
+      s.vq_v_code_bits = v.v_code_bits;
       s.seed = ++seed;
       DecodeCase c = MakeDecodeCase(s);
       DeviceDecodeCase dev(c);

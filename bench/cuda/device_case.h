@@ -65,11 +65,13 @@ class DeviceDecodeCase {
     if (!c.k_codebook.empty()) {
       p.vq_k_codebook = Upload(c.k_codebook);
       p.vq_v_codebook = Upload(c.v_codebook);
-      p.vq_k_codebook_head_stride = s.vq_per_head ? 256 * s.head_dim : 0;
-      p.vq_v_codebook_head_stride = s.vq_per_head ? 256 * s.head_dim : 0;
+      p.vq_k_codebook_head_stride = s.vq_per_head ? int64_t{s.head_dim} << s.vq_k_code_bits : 0;
+      p.vq_v_codebook_head_stride = s.vq_per_head ? int64_t{s.head_dim} << s.vq_v_code_bits : 0;
     }
     p.vq_k_sub_dim = s.vq_k_sub_dim;
     p.vq_v_sub_dim = s.vq_v_sub_dim;
+    p.vq_k_code_bits = s.vq_k_code_bits;
+    p.vq_v_code_bits = s.vq_v_code_bits;
     p.workspace = Alloc<float>(cuda::DecodeWorkspaceFloats(c.batch, s.num_heads, s.head_dim));
   }
   ~DeviceDecodeCase() {

@@ -39,6 +39,14 @@ int PowerOfTwoAtLeast(int n) {
   return p;
 }
 
+// vecinfer params the lut and tensor-core kernels take: 8-bit codes with (k, v) sub-vectors
+// (2,2) (4,4) (8,8) or (4,8); the rest runs the generic kernel.
+bool VecInferLutShape(const DecodeAttentionParams& p) {
+  const int dk = p.vq_k_sub_dim, dv = p.vq_v_sub_dim;
+  return p.vq_k_code_bits == 8 && p.vq_v_code_bits == 8 &&
+         ((dk == dv && (dk == 2 || dk == 4 || dk == 8)) || (dk == 4 && dv == 8));
+}
+
 // heads per block for a format: the vecinfer lut (256 x Mk x HBP floats) stays <= 128 KB;
 // commvq takes the most heads (<= 8) whose books, histograms and tiles fit in shared memory.
 int HeadsPerBlockFor(KvPageFormat f, const DecodeAttentionParams& p) {
@@ -51,7 +59,7 @@ int HeadsPerBlockFor(KvPageFormat f, const DecodeAttentionParams& p) {
     }
   }
   if (f == KvPageFormat::kFp16 && UsesFp16Staged(p)) limit = kFp16StagedMaxHeads;
-  if (f == KvPageFormat::kVecInfer) {
+  if (f == KvPageFormat::kVecInfer && VecInferLutShape(p)) {
     const int mk = p.head_dim / p.vq_k_sub_dim;
     limit = 128 / mk < 8 ? 128 / mk : 8;
   }
@@ -96,6 +104,7 @@ constexpr int kDefaultVecInferMma = 4;
 template <int D>
 std::string DispatchVecInfer(const DecodeAttentionParams& p, int hb, int splits, cudaStream_t s) {
   const int dk = p.vq_k_sub_dim, dv = p.vq_v_sub_dim;
+  if (!VecInferLutShape(p)) return LaunchVecInferGenericDecode(p, hb, splits, s);
   // vecinfer_version: 0 default (kDefaultVecInferMma), 1 v4 lut, 2 v5 mma keys, 3 v6, 4 v7,
   // 5 v7r (v7 with routed value gathers).
   if (D == 128 && dk == 4 && dv == 4 && hb <= 4 && p.vecinfer_version != 1) {
@@ -110,9 +119,7 @@ std::string DispatchVecInfer(const DecodeAttentionParams& p, int hb, int splits,
   if (dk == 2 && dv == 2) return DispatchVecInferHeads<D, 2, 2>(p, hb, splits, s);
   if (dk == 4 && dv == 4) return DispatchVecInferHeads<D, 4, 4>(p, hb, splits, s);
   if (dk == 8 && dv == 8) return DispatchVecInferHeads<D, 8, 8>(p, hb, splits, s);
-  if (dk == 4 && dv == 8) return DispatchVecInferHeads<D, 4, 8>(p, hb, splits, s);
-  return "vecinfer decode: supported (k, v) sub-vector sizes are (2,2) (4,4) (8,8) (4,8), got (" +
-         std::to_string(dk) + "," + std::to_string(dv) + ")";
+  return DispatchVecInferHeads<D, 4, 8>(p, hb, splits, s);
 }
 
 template <int D>
@@ -155,6 +162,11 @@ std::string Validate(KvPageFormat f, const DecodeAttentionParams& p) {
       (p.q_tilde == nullptr || p.vq_k_codebook == nullptr || p.vq_v_codebook == nullptr)) {
     return "vecinfer decode: q_tilde and both codebooks are required";
   }
+  if (f == KvPageFormat::kVecInfer &&
+      ((p.vq_k_code_bits != 8 && p.vq_k_code_bits != 12) ||
+       (p.vq_v_code_bits != 8 && p.vq_v_code_bits != 12))) {
+    return "vecinfer decode: codes of 8 or 12 bits";
+  }
   if (f == KvPageFormat::kCommVq) {
     if (p.vq_k_codebook == nullptr || p.vq_v_codebook == nullptr) {
       return "commvq decode: both codebooks are required";
@@ -193,11 +205,12 @@ int ChooseDecodeSplits(KvPageFormat f, const DecodeAttentionParams& p) {
     return s < 1 ? 1 : s;
   }
   const bool staged = f == KvPageFormat::kFp16 && UsesFp16Staged(p);
-  const int per_sm = f == KvPageFormat::kVecInfer ? 1 : staged ? kFp16StagedBlocksPerSm : 2;
+  const bool vq_lut = f == KvPageFormat::kVecInfer && VecInferLutShape(p);
+  const int per_sm = vq_lut ? 1 : staged ? kFp16StagedBlocksPerSm : 2;
   const int target = SmCount() * per_sm;
-  // vecinfer and staged fp16 blocks stay resident for their whole split: round down so that
-  // the splits fill at most one wave (no tail wave of a few blocks).
-  const bool whole_wave = f == KvPageFormat::kVecInfer || staged;
+  // lut vecinfer and staged fp16 blocks stay resident for their whole split: round down so
+  // that the splits fill at most one wave (no tail wave of a few blocks).
+  const bool whole_wave = vq_lut || staged;
   int splits = 1;
   if (blocks * 5 < target * 4) {
     splits = whole_wave ? target / blocks : (target + blocks - 1) / blocks;

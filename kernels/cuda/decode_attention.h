@@ -16,7 +16,7 @@ namespace vqserve::cuda {
 enum class KvPageFormat {
   kFp16,      // "fp16": K[H][P][D] fp16, V[H][P][D] fp16
   kKivi,      // "kivi-kBvB": per-channel keys / per-token values, B = kivi_bits
-  kVecInfer,  // "vecinfer-kXvY" with 8-bit codes (4, 2, 1 bits per element)
+  kVecInfer,  // "vecinfer-kXvY": 8-bit codes (4, 2, 1 bits per element) or 12-bit (3, 1.5)
   kCommVq,    // "commvq-R": 12-bit rope-commutative key codes, 8-bit residual value codes
 };
 
@@ -75,6 +75,11 @@ struct DecodeAttentionParams {
   int64_t vq_v_codebook_head_stride = 0;
   int vq_k_sub_dim = 4;  // 2, 4 or 8
   int vq_v_sub_dim = 4;
+  // vecinfer code widths, 8 or 12 bits (2^bits centroids per codebook instead of 256 above).
+  // 12-bit codes, and 8-bit sub-vector pairs other than (2,2) (4,4) (8,8) (4,8), run the
+  // element-wise kernel that reads centroids from global memory (vecinfer_generic_decode.cu).
+  int vq_k_code_bits = 8;
+  int vq_v_code_bits = 8;
   // commvq: key rounds R and value rounds Rv of the page layout, and the rope base. the books
   // come through vq_k_codebook / vq_v_codebook: keys (R' >= R rounds, 64 entries, head_dim / 2
   // pairs, 2 = x, y) and values (Rv' >= Rv rounds, head_dim / 8 sub-vectors, 256, 8) fp32 of

@@ -114,10 +114,12 @@ struct DenseSmem {
 
 // folds tokens [t_begin, t_end) (t_begin < t_end) of `src` into the partial result of query
 // heads h0 .. h0+hb-1 of sequence b and writes it to workspace slot `slot`.
-// q (b, h0 + h, :) is read pre-scaled; smem: DenseSmem<D, HBP, NT>::kFloats floats; NT threads.
+// q (b, h0 + h, :) (of `queries`, laid out as p.q; null: p.q) is read pre-scaled; smem:
+// DenseSmem<D, HBP, NT>::kFloats floats; NT threads.
 template <int D, int HBP, class Src, int NT = kDecodeThreads>
 __device__ void DenseAttendRange(const DecodeAttentionParams& p, const Src& src, int b, int h0,
-                                 int hb, int t_begin, int t_end, int slot, float* smem) {
+                                 int hb, int t_begin, int t_end, int slot, float* smem,
+                                 const float* queries = nullptr) {
   using S = DenseSmem<D, HBP, NT>;
   constexpr int kWarps = NT / 32;
   constexpr int kChunk = S::kChunk, kDpl = D / 32, kTpw = kChunk / kWarps;
@@ -134,7 +136,8 @@ __device__ void DenseAttendRange(const DecodeAttentionParams& p, const Src& src,
   float qr[HBP][kDpl];
 #pragma unroll
   for (int h = 0; h < HBP; ++h) {
-    const float* q = p.q + b * p.q_batch_stride + (h0 + min(h, hb - 1)) * p.q_head_stride;
+    const float* q = (queries != nullptr ? queries : p.q) + b * p.q_batch_stride +
+                     (h0 + min(h, hb - 1)) * p.q_head_stride;
 #pragma unroll
     for (int i = 0; i < kDpl; ++i) qr[h][i] = h < hb ? q[lane * kDpl + i] * p.scale : 0.0f;
   }

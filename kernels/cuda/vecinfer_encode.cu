@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/vecinfer_codes.cuh"
 
 namespace vqserve::cuda {
 namespace {
@@ -12,13 +13,13 @@ namespace {
 constexpr int kThreads = 128;
 constexpr int kPageTokens = 32;
 
-// x (d) against centroids (256, d): lane-parallel argmin, ties to the lower index. returns the
+// x (d) against centroids (n, d): lane-parallel argmin, ties to the lower index. returns the
 // index in every lane.
-__device__ int NearestCode(const float* x, const float* centroids, int d) {
+__device__ int NearestCode(const float* x, const float* centroids, int d, int n) {
   const int lane = threadIdx.x & 31;
   float best = INFINITY;
   int best_i = 0;
-  for (int c = lane; c < 256; c += 32) {
+  for (int c = lane; c < n; c += 32) {
     float dist = 0.0f;
     for (int e = 0; e < d; ++e) {
       const float diff = x[e] - centroids[c * d + e];
@@ -41,17 +42,42 @@ __device__ int NearestCode(const float* x, const float* centroids, int d) {
   return best_i;
 }
 
+// the m sub-vectors of x (smem, m * d floats) -> their nearest centroids of `book` (m, 2^bits,
+// d), packed into the code row at dst; codes: m ints of smem. ends with a barrier.
+__device__ void EncodeRow(const float* x, const float* book, int d, int m, int bits, int* codes,
+                          uint8_t* dst) {
+  const int tid = threadIdx.x, warp = tid >> 5;
+  for (int j = warp; j < m; j += kThreads / 32) {
+    const int code = NearestCode(x + j * d, book + (static_cast<int64_t>(j) << bits) * d, d, 1 << bits);
+    if ((tid & 31) == 0) codes[j] = code;
+  }
+  __syncthreads();
+  if (bits == 8) {
+    for (int j = tid; j < m; j += kThreads) dst[j] = static_cast<uint8_t>(codes[j]);
+  } else {
+    for (int j = tid; j < m / 2; j += kThreads) {
+      const uint32_t w = codes[2 * j] | static_cast<uint32_t>(codes[2 * j + 1]) << 12;
+      dst[3 * j] = w & 0xff;
+      dst[3 * j + 1] = (w >> 8) & 0xff;
+      dst[3 * j + 2] = w >> 16;
+    }
+  }
+  __syncthreads();
+}
+
 // byte offsets from params.dst of the pages of one launch.
 struct PageOffsets {
   int64_t at[kMaxEncodePagesPerLaunch];
 };
 
-// grid (32 tokens, kv heads, pages), 128 threads; x: head_dim floats of dynamic smem. page z
-// reads rows at p.k / p.v + z * 32 * H * D and writes at p.dst + offsets.at[z].
+// grid (32 tokens, kv heads, pages), 128 threads; smem: x (head_dim floats), then codes
+// (head_dim / 2 ints). page z reads rows at p.k / p.v + z * 32 * H * D and writes at p.dst +
+// offsets.at[z].
 __global__ void VecInferEncodeKernel(VecInferEncodeParams p, const PageOffsets offsets) {
   extern __shared__ float x[];
+  int* codes = reinterpret_cast<int*>(x + p.head_dim);
   const int t = blockIdx.x, h = blockIdx.y, H = p.num_kv_heads, D = p.head_dim;
-  const int tid = threadIdx.x, warp = tid >> 5;
+  const int tid = threadIdx.x;
   const int mk = D / p.k_sub_dim, mv = D / p.v_sub_dim;
   const int64_t page_floats = static_cast<int64_t>(kPageTokens) * H * D;
   p.k += blockIdx.z * page_floats;
@@ -74,22 +100,15 @@ __global__ void VecInferEncodeKernel(VecInferEncodeParams p, const PageOffsets o
     for (int i = tid; i < D; i += kThreads) x[i] *= norm;
   }
   __syncthreads();
-  const float* ck = p.k_codebook + h * p.k_codebook_head_stride;
-  uint8_t* kdst = p.dst + (static_cast<int64_t>(h) * kPageTokens + t) * mk;
-  for (int m = warp; m < mk; m += kThreads / 32) {
-    const int code = NearestCode(x + m * p.k_sub_dim, ck + static_cast<int64_t>(m) * 256 * p.k_sub_dim, p.k_sub_dim);
-    if ((tid & 31) == 0) kdst[m] = static_cast<uint8_t>(code);
-  }
-  __syncthreads();
+  const int krow = VecInferRowBytes(mk, p.k_code_bits), vrow = VecInferRowBytes(mv, p.v_code_bits);
+  EncodeRow(x, p.k_codebook + h * p.k_codebook_head_stride, p.k_sub_dim, mk, p.k_code_bits,
+            codes, p.dst + (static_cast<int64_t>(h) * kPageTokens + t) * krow);
   const float* vin = p.v + (static_cast<int64_t>(t) * H + h) * D;
   for (int i = tid; i < D; i += kThreads) x[i] = vin[i];
   __syncthreads();
-  const float* cv = p.v_codebook + h * p.v_codebook_head_stride;
-  uint8_t* vdst = p.dst + static_cast<int64_t>(H) * kPageTokens * mk + (static_cast<int64_t>(h) * kPageTokens + t) * mv;
-  for (int m = warp; m < mv; m += kThreads / 32) {
-    const int code = NearestCode(x + m * p.v_sub_dim, cv + static_cast<int64_t>(m) * 256 * p.v_sub_dim, p.v_sub_dim);
-    if ((tid & 31) == 0) vdst[m] = static_cast<uint8_t>(code);
-  }
+  EncodeRow(x, p.v_codebook + h * p.v_codebook_head_stride, p.v_sub_dim, mv, p.v_code_bits,
+            codes, p.dst + static_cast<int64_t>(H) * kPageTokens * krow +
+                       (static_cast<int64_t>(h) * kPageTokens + t) * vrow);
 }
 
 }  // namespace
@@ -99,7 +118,10 @@ std::string LaunchVecInferEncodePages(const VecInferEncodeParams& p, const int64
   const int D = p.head_dim;
   if (D <= 0 || D > 256 || (D & (D - 1)) != 0) return "vecinfer encode: head_dim must be a power of two <= 256";
   for (int d : {p.k_sub_dim, p.v_sub_dim}) {
-    if (d != 2 && d != 4 && d != 8) return "vecinfer encode: sub-vector sizes must be 2, 4 or 8 (8-bit codes)";
+    if (d != 2 && d != 4 && d != 8) return "vecinfer encode: sub-vector sizes must be 2, 4 or 8";
+  }
+  for (int bits : {p.k_code_bits, p.v_code_bits}) {
+    if (bits != 8 && bits != 12) return "vecinfer encode: codes of 8 or 12 bits";
   }
   if (p.k == nullptr || p.v == nullptr || p.lambda == nullptr || p.k_codebook == nullptr ||
       p.v_codebook == nullptr || p.dst == nullptr || p.num_kv_heads <= 0) {
@@ -113,8 +135,8 @@ std::string LaunchVecInferEncodePages(const VecInferEncodeParams& p, const int64
     VecInferEncodeParams chunk = p;
     chunk.k += first * page_floats;
     chunk.v += first * page_floats;
-    VecInferEncodeKernel<<<dim3(kPageTokens, p.num_kv_heads, n), kThreads, D * sizeof(float),
-                           stream>>>(chunk, offsets);
+    VecInferEncodeKernel<<<dim3(kPageTokens, p.num_kv_heads, n), kThreads,
+                           D * sizeof(float) + D / 2 * sizeof(int), stream>>>(chunk, offsets);
     VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   }
   return "";

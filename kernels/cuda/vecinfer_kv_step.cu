@@ -5,6 +5,7 @@
 
 #include "kernels/cuda/coded_prefill.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/vecinfer_codes.cuh"
 
 namespace vqserve::cuda {
 namespace {
@@ -43,18 +44,19 @@ struct VecInferReader {
   __device__ void Token(const uint8_t* slice, int kvh, int jj, const float* qc, int lane, int per,
                         float* dot, float* vals) const {
     const int D = head_dim, H = num_kv_heads, P = page_tokens;
-    const int dk = c.k_sub_dim, dv = c.v_sub_dim, mk = D / dk, mv = D / dv;
+    const int dk = c.k_sub_dim, dv = c.v_sub_dim, kb = c.k_code_bits, vb = c.v_code_bits;
+    const int krow = VecInferRowBytes(D / dk, kb), vrow = VecInferRowBytes(D / dv, vb);
     const float* ck = c.k_codebook + kvh * c.k_codebook_head_stride;
     const float* cv = c.v_codebook + kvh * c.v_codebook_head_stride;
-    const uint8_t* kc = slice + (static_cast<int64_t>(kvh) * P + jj) * mk;
+    const uint8_t* kc = slice + (static_cast<int64_t>(kvh) * P + jj) * krow;
     const uint8_t* vc =
-        slice + static_cast<int64_t>(H) * P * mk + (static_cast<int64_t>(kvh) * P + jj) * mv;
+        slice + static_cast<int64_t>(H) * P * krow + (static_cast<int64_t>(kvh) * P + jj) * vrow;
     float d = 0.0f;
     for (int e = 0; e < per; ++e) {
       const int i = lane + 32 * e;
       const int km = i / dk, vm = i / dv;
-      d += qc[e] * ck[(static_cast<int64_t>(km) * 256 + kc[km]) * dk + i % dk];
-      vals[e] = cv[(static_cast<int64_t>(vm) * 256 + vc[vm]) * dv + i % dv];
+      d += qc[e] * ck[((static_cast<int64_t>(km) << kb) + VecInferCode(kc, km, kb)) * dk + i % dk];
+      vals[e] = cv[((static_cast<int64_t>(vm) << vb) + VecInferCode(vc, vm, vb)) * dv + i % dv];
     }
     *dot = d;
   }
@@ -91,6 +93,9 @@ std::string LaunchVecInferPrefillAttention(const PagedKvStep& step, const VecInf
   if (!err.empty()) return err;
   for (int d : {codec.k_sub_dim, codec.v_sub_dim}) {
     if (d != 2 && d != 4 && d != 8) return "vecinfer prefill attention: sub-vectors of 2, 4 or 8";
+  }
+  for (int bits : {codec.k_code_bits, codec.v_code_bits}) {
+    if (bits != 8 && bits != 12) return "vecinfer prefill attention: codes of 8 or 12 bits";
   }
   const VecInferReader rd{codec, step.num_kv_heads, step.head_dim, step.page_tokens};
   LaunchCodedPrefill(step, rd, residual_tokens, q, q_tilde, q_stride, k, v, kv_stride,

@@ -1,7 +1,7 @@
 #ifndef VQSERVE_KERNELS_CUDA_VECINFER_KV_STEP_H_
 #define VQSERVE_KERNELS_CUDA_VECINFER_KV_STEP_H_
 
-// the vecinfer ("vecinfer-kXvY" with 8-bit codes, docs/kv_formats.md) side of one forward step
+// the vecinfer ("vecinfer-kXvY" with 8- or 12-bit codes, docs/kv_formats.md) side of one forward step
 // over a paged kv cache on the device: the query transform q~ = H (q * lambda) and causal
 // attention of multi-token steps with the cpu cache's semantics (kernels/cuda/coded_prefill.cuh).
 // ring appends and flush gathers are codec-independent (kernels/cuda/ring_kv_step.h);
@@ -21,14 +21,16 @@ namespace vqserve::cuda {
 struct VecInferLayerCodec {
   const float* lambda = nullptr;  // (num_kv_heads, head_dim) smoothing factors
   bool hadamard = true;
-  // centroids k (D / k_sub_dim, 256, k_sub_dim), v (D / v_sub_dim, 256, v_sub_dim); kv head
-  // h's at + h * *_head_stride floats (0 when shared).
+  // centroids k (D / k_sub_dim, 2^k_code_bits, k_sub_dim), v (D / v_sub_dim, 2^v_code_bits,
+  // v_sub_dim); kv head h's at + h * *_head_stride floats (0 when shared).
   const float* k_codebook = nullptr;
   const float* v_codebook = nullptr;
   int64_t k_codebook_head_stride = 0;
   int64_t v_codebook_head_stride = 0;
   int k_sub_dim = 4;  // 2, 4 or 8
   int v_sub_dim = 4;
+  int k_code_bits = 8;  // 8 or 12
+  int v_code_bits = 8;
 };
 
 // q (n, num_heads, head_dim) fp32 rows at q + t * q_stride -> out (same layout, rows at

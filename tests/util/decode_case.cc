@@ -64,7 +64,8 @@ size_t LayerPageBytesFor(const DecodeCaseSpec& s) {
     case DecodeFormat::kKivi:
       return 4 * H * D + 4 * H * P * (D / 32) + 2 * H * D * P * s.kivi_bits / 8;
     case DecodeFormat::kVecInfer:
-      return H * P * (D / s.vq_k_sub_dim + D / s.vq_v_sub_dim);
+      return H * P * ((D / s.vq_k_sub_dim) * s.vq_k_code_bits / 8 +
+                      (D / s.vq_v_sub_dim) * s.vq_v_code_bits / 8);
   }
   return 0;
 }
@@ -146,8 +147,8 @@ DecodeCase MakeDecodeCase(const DecodeCaseSpec& spec) {
   for (size_t i = 0; i < qn; ++i) c.q_tilde[i] = 1.7f * unit(rng);
   if (spec.format == DecodeFormat::kVecInfer) {
     c.codebook_heads = spec.vq_per_head ? H : 1;
-    c.k_codebook.resize(static_cast<size_t>(c.codebook_heads) * 256 * D);
-    c.v_codebook.resize(static_cast<size_t>(c.codebook_heads) * 256 * D);
+    c.k_codebook.resize((static_cast<size_t>(c.codebook_heads) * D) << spec.vq_k_code_bits);
+    c.v_codebook.resize((static_cast<size_t>(c.codebook_heads) * D) << spec.vq_v_code_bits);
     for (float& x : c.k_codebook) x = 1.2f * unit(rng);
     for (float& x : c.v_codebook) x = 1.7f * unit(rng);
   }

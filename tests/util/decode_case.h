@@ -2,7 +2,7 @@
 #define VQSERVE_TESTS_UTIL_DECODE_CASE_H_
 
 // random decode-attention inputs in the page formats of docs/kv_formats.md (fp16, kivi,
-// vecinfer 8-bit codes): a page pool with two layers, shuffled block tables, fp16 residual
+// vecinfer 8- or 12-bit codes): a page pool with two layers, shuffled block tables, fp16 residual
 // rings, queries and codebooks. plain c++ so that gpu checks and benchmarks can share it.
 
 #include <cstddef>
@@ -23,6 +23,8 @@ struct DecodeCaseSpec {
   int kivi_bits = 2;
   int vq_k_sub_dim = 4;
   int vq_v_sub_dim = 4;
+  int vq_k_code_bits = 8;  // 8 or 12
+  int vq_v_code_bits = 8;
   bool vq_per_head = false;  // one codebook per kv head
   int layer = 1;             // the layer attended (of 2) so that layer offsets are exercised
   uint64_t seed = 1;
@@ -46,8 +48,8 @@ struct DecodeCase {
   std::vector<uint16_t> ring_k, ring_v;  // (slots, ring_tokens, kv heads, head_dim) fp16 bits
   std::vector<float> q;                  // (batch, num_heads, head_dim)
   std::vector<float> q_tilde;            // vecinfer: stand-in transformed queries, same shape
-  std::vector<float> k_codebook;         // vecinfer: (g, Mk, 256, dk)
-  std::vector<float> v_codebook;         // (g, Mv, 256, dv)
+  std::vector<float> k_codebook;         // vecinfer: (g, Mk, 2^k_code_bits, dk)
+  std::vector<float> v_codebook;         // (g, Mv, 2^v_code_bits, dv)
   int codebook_heads = 1;                // g
 };
 

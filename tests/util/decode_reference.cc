@@ -16,6 +16,13 @@ int Code(const uint8_t* codes, int i, int bits) {
   const int bit = i * bits;
   return (codes[bit >> 3] >> (bit & 7)) & ((1 << bits) - 1);
 }
+// code m of a vecinfer row: 8-bit codes one byte each, 12-bit codes c0 | c1 << 12 in 3 bytes.
+int VecInferCodeAt(const uint8_t* row, int m, int bits) {
+  if (bits == 8) return row[m];
+  const uint8_t* b = row + 3 * (m / 2);
+  const uint32_t w = b[0] | static_cast<uint32_t>(b[1]) << 8 | static_cast<uint32_t>(b[2]) << 16;
+  return (m % 2 == 0 ? w : w >> 12) & 0xfff;
+}
 
 // decodes token tt of kv head h from a layer slice into k, v (head_dim each).
 void DecodeToken(const DecodeCase& c, const uint8_t* s, int h, int tt, double* k, double* v) {
@@ -43,15 +50,21 @@ void DecodeToken(const DecodeCase& c, const uint8_t* s, int h, int tt, double* k
     }
     case DecodeFormat::kVecInfer: {
       const int dk = sp.vq_k_sub_dim, dv = sp.vq_v_sub_dim, mk = D / dk, mv = D / dv;
+      const int kb = sp.vq_k_code_bits, vb = sp.vq_v_code_bits, nk = 1 << kb, nv = 1 << vb;
+      const size_t krow = static_cast<size_t>(mk) * kb / 8, vrow = static_cast<size_t>(mv) * vb / 8;
       const int g = sp.vq_per_head ? h : 0;
-      const float* ck = c.k_codebook.data() + static_cast<size_t>(g) * 256 * D;
-      const float* cv = c.v_codebook.data() + static_cast<size_t>(g) * 256 * D;
-      const uint8_t* kc = s + (static_cast<size_t>(h) * P + tt) * mk;
-      const uint8_t* vc = s + static_cast<size_t>(H) * P * mk + (static_cast<size_t>(h) * P + tt) * mv;
-      for (int m = 0; m < mk; ++m)
-        for (int j = 0; j < dk; ++j) k[m * dk + j] = ck[(static_cast<size_t>(m) * 256 + kc[m]) * dk + j];
-      for (int m = 0; m < mv; ++m)
-        for (int j = 0; j < dv; ++j) v[m * dv + j] = cv[(static_cast<size_t>(m) * 256 + vc[m]) * dv + j];
+      const float* ck = c.k_codebook.data() + static_cast<size_t>(g) * nk * D;
+      const float* cv = c.v_codebook.data() + static_cast<size_t>(g) * nv * D;
+      const uint8_t* kc = s + (static_cast<size_t>(h) * P + tt) * krow;
+      const uint8_t* vc = s + static_cast<size_t>(H) * P * krow + (static_cast<size_t>(h) * P + tt) * vrow;
+      for (int m = 0; m < mk; ++m) {
+        const size_t e = static_cast<size_t>(m) * nk + VecInferCodeAt(kc, m, kb);
+        for (int j = 0; j < dk; ++j) k[m * dk + j] = ck[e * dk + j];
+      }
+      for (int m = 0; m < mv; ++m) {
+        const size_t e = static_cast<size_t>(m) * nv + VecInferCodeAt(vc, m, vb);
+        for (int j = 0; j < dv; ++j) v[m * dv + j] = cv[e * dv + j];
+      }
       break;
     }
   }
