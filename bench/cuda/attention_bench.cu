@@ -3,7 +3,8 @@
 // measures the device-to-device copy ceiling. prints csv rows:
 //   kernel,batch,context,time_us,bytes,gbps,pct_of_copy
 // usage: attention_bench [out.csv|-] [kernel batch context]   (the three filter one case)
-// env BENCH_KERNELS=a,b,...: time only these kernels.
+// env BENCH_KERNELS=a,b,...: time only these kernels; env BENCH_SIZES=16x32768,1x131072,...:
+// only these batch x context sizes.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -58,6 +59,7 @@ struct Kernel {
   int vecinfer_version = 0;  // DecodeAttentionParams::vecinfer_version (1 v4 lut, 2 v5, 3 v6, 4 v7, 5 v7r)
   int cvq_rounds = 0, cvq_value_rounds = 0;  // commvq: key / value rounds
   int fp16_version = 0;  // 1: the element-wise fp16 kernel instead of the staged one
+  int kivi_version = 0;  // 1: the element-wise kivi kernel instead of the staged one
   int k_code_bits = 8, v_code_bits = 8;  // vecinfer code widths (12: the generic kernel)
 };
 
@@ -129,6 +131,9 @@ int main(int argc, char** argv) {
       {"fp16-paged", KvPageFormat::kFp16, 2, 4, 4, 0},
       {"fp16-paged-v1", KvPageFormat::kFp16, 2, 4, 4, 0, 0, 0, 0, 1},
       {"kivi-k2v2", KvPageFormat::kKivi, 2, 4, 4, 128},
+      {"kivi-k2v2-v1", KvPageFormat::kKivi, 2, 4, 4, 128, 0, 0, 0, 0, 1},
+      {"kivi-k4v4", KvPageFormat::kKivi, 4, 4, 4, 128},
+      {"kivi-k4v4-v1", KvPageFormat::kKivi, 4, 4, 4, 128, 0, 0, 0, 0, 1},
       {"vecinfer-k2v2", KvPageFormat::kVecInfer, 2, 4, 4, 128},
       {"vecinfer-k2v2-lut", KvPageFormat::kVecInfer, 2, 4, 4, 128, 1},
       {"vecinfer-k2v2-mmakeys", KvPageFormat::kVecInfer, 2, 4, 4, 128, 2},
@@ -137,13 +142,15 @@ int main(int argc, char** argv) {
       {"vecinfer-k2v2-v7r", KvPageFormat::kVecInfer, 2, 4, 4, 128, 5},
       {"vecinfer-k1v1", KvPageFormat::kVecInfer, 2, 8, 8, 128},
       {"vecinfer-k2v1", KvPageFormat::kVecInfer, 2, 4, 8, 128},
-      {"vecinfer-k3v3", KvPageFormat::kVecInfer, 2, 4, 4, 128, 0, 0, 0, 0, 12, 12},
-      {"vecinfer-k1.5v1.5", KvPageFormat::kVecInfer, 2, 8, 8, 128, 0, 0, 0, 0, 12, 12},
+      {"vecinfer-k3v3", KvPageFormat::kVecInfer, 2, 4, 4, 128, 0, 0, 0, 0, 0, 12, 12},
+      {"vecinfer-k1.5v1.5", KvPageFormat::kVecInfer, 2, 8, 8, 128, 0, 0, 0, 0, 0, 12, 12},
       {"commvq-1", KvPageFormat::kCommVq, 2, 4, 4, 128, 0, 11, 1},
       {"commvq-2", KvPageFormat::kCommVq, 2, 4, 4, 128, 0, 21, 2},
   };
   const char* only_env = std::getenv("BENCH_KERNELS");
   const std::string only_list = only_env ? "," + std::string(only_env) + "," : "";
+  const char* sizes_env = std::getenv("BENCH_SIZES");
+  const std::string sizes_list = sizes_env ? "," + std::string(sizes_env) + "," : "";
   const int batches[] = {1, 8, 16, 32};
   const int contexts[] = {8192, 32768, 131072};
   cudaEvent_t e0, e1;
@@ -155,6 +162,8 @@ int main(int argc, char** argv) {
       for (int ctx : contexts) {
         if (!only_kernel.empty() && (k.name != only_kernel || batch != only_batch || ctx != only_ctx)) continue;
         if (!only_list.empty() && only_list.find("," + k.name + ",") == std::string::npos) continue;
+        const std::string size = "," + std::to_string(batch) + "x" + std::to_string(ctx) + ",";
+        if (!sizes_list.empty() && sizes_list.find(size) == std::string::npos) continue;
         const int coded = ctx - k.residual, res = k.residual;
         const int pages_per_seq = coded / kPage;
         const size_t page_bytes = LayerPageBytes(k);  // one layer per page here
@@ -257,6 +266,7 @@ int main(int argc, char** argv) {
         p.vq_v_code_bits = k.v_code_bits;
         p.vecinfer_version = k.vecinfer_version;
         p.fp16_version = k.fp16_version;
+        p.kivi_version = k.kivi_version;
         if (k.format == KvPageFormat::kCommVq) {
           p.commvq_key_rounds = k.cvq_rounds;
           p.commvq_value_rounds = k.cvq_value_rounds;

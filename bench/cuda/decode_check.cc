@@ -3,8 +3,8 @@
 // prints one line per case and exits non-zero when any relative error exceeds 1e-3.
 // commvq (commvq-1 / commvq-2 round counts for head_dim 64 and 128) is checked against the
 // float64 decode-then-attend of bench/cuda/commvq_case.h over the same sweep.
-// usage: decode_check [--long] [--commvq-only | --vecinfer-only]   (--long adds 128k-token
-// sequences; --vecinfer-only: the vecinfer variants alone, no commvq)
+// usage: decode_check [--long] [--commvq-only | --vecinfer-only | --kivi-only]   (--long adds
+// 128k-token sequences; --vecinfer-only / --kivi-only: those variants alone, no commvq)
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -27,6 +27,7 @@ struct Variant {
   bool per_head;
   int vecinfer_version = 0;  // DecodeAttentionParams::vecinfer_version (1 v4 lut, 2 v5, 3 v6, 4 v7, 5 v7r)
   int fp16_version = 0;      // 1: the element-wise fp16 kernel instead of the staged one
+  int kivi_version = 0;      // 1: the element-wise kivi kernel instead of the staged one
   int k_code_bits = 8, v_code_bits = 8;  // vecinfer code widths (12: the generic kernel)
 };
 
@@ -99,13 +100,17 @@ int RunCommVq(bool with_long, int* cases, double* worst) {
   return failures;
 }
 
-int Run(bool with_long, bool commvq_only, bool vecinfer_only) {
+int Run(bool with_long, bool commvq_only, bool vecinfer_only, bool kivi_only) {
   const Variant variants[] = {
       {"fp16", DecodeFormat::kFp16, 2, 4, 4, 0, false},
       {"fp16-ring", DecodeFormat::kFp16, 2, 4, 4, 128, false},
       {"fp16-v1", DecodeFormat::kFp16, 2, 4, 4, 0, false, 0, 1},
       {"kivi-k2v2", DecodeFormat::kKivi, 2, 4, 4, 128, false},
       {"kivi-k4v4", DecodeFormat::kKivi, 4, 4, 4, 128, false},
+      {"kivi-k2v2-noring", DecodeFormat::kKivi, 2, 4, 4, 0, false},
+      {"kivi-k4v4-noring", DecodeFormat::kKivi, 4, 4, 4, 0, false},
+      {"kivi-k2v2-v1", DecodeFormat::kKivi, 2, 4, 4, 128, false, 0, 0, 1},
+      {"kivi-k4v4-v1", DecodeFormat::kKivi, 4, 4, 4, 128, false, 0, 0, 1},
       {"vecinfer-k2v2", DecodeFormat::kVecInfer, 2, 4, 4, 128, false},
       {"vecinfer-k2v2-perhead", DecodeFormat::kVecInfer, 2, 4, 4, 128, true},
       {"vecinfer-k2v2-lut", DecodeFormat::kVecInfer, 2, 4, 4, 128, false, 1},
@@ -120,20 +125,21 @@ int Run(bool with_long, bool commvq_only, bool vecinfer_only) {
       {"vecinfer-k1v1", DecodeFormat::kVecInfer, 2, 8, 8, 128, false},
       {"vecinfer-k2v1", DecodeFormat::kVecInfer, 2, 4, 8, 128, false},
       // the generic kernel: 12-bit codes, and an 8-bit pair the lut kernels do not take.
-      {"vecinfer-k3v3", DecodeFormat::kVecInfer, 2, 4, 4, 128, false, 0, 0, 12, 12},
-      {"vecinfer-k1.5v1.5", DecodeFormat::kVecInfer, 2, 8, 8, 128, false, 0, 0, 12, 12},
-      {"vecinfer-k1.5v1.5-ph", DecodeFormat::kVecInfer, 2, 8, 8, 128, true, 0, 0, 12, 12},
-      {"vecinfer-k2v1.5", DecodeFormat::kVecInfer, 2, 4, 8, 128, false, 0, 0, 8, 12},
+      {"vecinfer-k3v3", DecodeFormat::kVecInfer, 2, 4, 4, 128, false, 0, 0, 0, 12, 12},
+      {"vecinfer-k1.5v1.5", DecodeFormat::kVecInfer, 2, 8, 8, 128, false, 0, 0, 0, 12, 12},
+      {"vecinfer-k1.5v1.5-ph", DecodeFormat::kVecInfer, 2, 8, 8, 128, true, 0, 0, 0, 12, 12},
+      {"vecinfer-k2v1.5", DecodeFormat::kVecInfer, 2, 4, 8, 128, false, 0, 0, 0, 8, 12},
       {"vecinfer-k4v2", DecodeFormat::kVecInfer, 2, 2, 4, 128, false},
   };
   const std::vector<int> lens = {1, 31, 33, 129, 161, 200, 1000, 4133};
   int failures = 0, cases = 0;
   double worst = 0;
   uint64_t seed = 7;
-  if (!vecinfer_only) failures += RunCommVq(with_long, &cases, &worst);
+  if (!vecinfer_only && !kivi_only) failures += RunCommVq(with_long, &cases, &worst);
   for (const Variant& v : variants) {
     if (commvq_only) break;
     if (vecinfer_only && v.format != DecodeFormat::kVecInfer) continue;
+    if (kivi_only && v.format != DecodeFormat::kKivi) continue;
     for (int d : {64, 128}) {
       for (int g : {1, 3, 4, 8}) {
         for (int splits : {0, 1, 7}) {
@@ -156,6 +162,7 @@ int Run(bool with_long, bool commvq_only, bool vecinfer_only) {
           dev.params().num_splits = splits;
           dev.params().vecinfer_version = v.vecinfer_version;
           dev.params().fp16_version = v.fp16_version;
+          dev.params().kivi_version = v.kivi_version;
           dev.PoisonOutput();
           std::string err = cuda::LaunchDecodeAttention(ToKernelFormat(s.format), dev.params(), nullptr);
           VQ_CUDA_CHECK(cudaDeviceSynchronize());
@@ -190,6 +197,7 @@ int Run(bool with_long, bool commvq_only, bool vecinfer_only) {
       DeviceDecodeCase dev(c);
       dev.params().vecinfer_version = v.vecinfer_version;
       dev.params().fp16_version = v.fp16_version;
+          dev.params().kivi_version = v.kivi_version;
       dev.PoisonOutput();
       std::string err = cuda::LaunchDecodeAttention(ToKernelFormat(s.format), dev.params(), nullptr);
       VQ_CUDA_CHECK(cudaDeviceSynchronize());
@@ -209,16 +217,17 @@ int Run(bool with_long, bool commvq_only, bool vecinfer_only) {
 }  // namespace vqserve::testing
 
 int main(int argc, char** argv) {
-  bool with_long = false, commvq_only = false, vecinfer_only = false;
+  bool with_long = false, commvq_only = false, vecinfer_only = false, kivi_only = false;
   for (int i = 1; i < argc; ++i) {
     with_long |= std::strcmp(argv[i], "--long") == 0;
     commvq_only |= std::strcmp(argv[i], "--commvq-only") == 0;
     vecinfer_only |= std::strcmp(argv[i], "--vecinfer-only") == 0;
+    kivi_only |= std::strcmp(argv[i], "--kivi-only") == 0;
   }
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
     std::printf("decode_check: no cuda device\n");
     return 2;
   }
-  return vqserve::testing::Run(with_long, commvq_only, vecinfer_only);
+  return vqserve::testing::Run(with_long, commvq_only, vecinfer_only, kivi_only);
 }

@@ -8,6 +8,7 @@
 #     built off-device (binary + lib/ of its shared libraries; the machine has no abseil) by
 #     bench/cuda/make_gtest_bundle.sh.
 #   env BENCH_KERNELS=a,b,...: time only these kernels (attention_bench names).
+#   env BENCH_SIZES=16x32768,1x131072,...: only these batch x context sizes (ours and sdpa).
 #   env CHECK_FLAGS="...": extra decode_check flags (e.g. --vecinfer-only).
 #   env NCU_CASE="kernel batch context": also profile that one attention_bench case (ncu.txt).
 set -o pipefail

@@ -5,6 +5,7 @@ usage: python3 sdpa_bench.py --ours ours.csv --csv sdpa.csv --md combined.md
 """
 import argparse
 import csv
+import os
 import statistics
 
 import torch
@@ -57,8 +58,12 @@ def main():
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, copy ceiling {ceiling / 1e9:.1f} GB/s")
     rows = {}
     mode = "gqa"
+    sizes = os.environ.get("BENCH_SIZES")  # e.g. 16x32768,1x131072: only these sizes
+    wanted = set(sizes.split(",")) if sizes else None
     for batch in BATCHES:
         for ctx in CONTEXTS:
+            if wanted is not None and f"{batch}x{ctx}" not in wanted:
+                continue
             kv_bytes = 2 * batch * KV_HEADS * ctx * DIM * 2
             copies = min(16, (256 << 20) // kv_bytes + 1)
             try:

@@ -10,6 +10,7 @@
 #include "kernels/cuda/decode_attention_common.cuh"
 #include "kernels/cuda/decode_attention_instances.h"
 #include "kernels/cuda/fp16_staged_decode.h"
+#include "kernels/cuda/kivi_staged_decode.h"
 
 namespace vqserve::cuda {
 namespace {
@@ -204,13 +205,17 @@ int ChooseDecodeSplits(KvPageFormat f, const DecodeAttentionParams& p) {
     if (s > kMaxDecodeSplits) s = kMaxDecodeSplits;
     return s < 1 ? 1 : s;
   }
-  const bool staged = f == KvPageFormat::kFp16 && UsesFp16Staged(p);
+  const bool staged_fp16 = f == KvPageFormat::kFp16 && UsesFp16Staged(p);
+  const bool staged_kivi = f == KvPageFormat::kKivi && UsesKiviStaged(p);
   const bool vq_lut = f == KvPageFormat::kVecInfer && VecInferLutShape(p);
-  const int per_sm = vq_lut ? 1 : staged ? kFp16StagedBlocksPerSm : 2;
+  const int per_sm = vq_lut        ? 1
+                     : staged_fp16 ? kFp16StagedBlocksPerSm
+                     : staged_kivi ? kKiviStagedBlocksPerSm
+                                   : 2;
   const int target = SmCount() * per_sm;
-  // lut vecinfer and staged fp16 blocks stay resident for their whole split: round down so
-  // that the splits fill at most one wave (no tail wave of a few blocks).
-  const bool whole_wave = vq_lut || staged;
+  // lut vecinfer and staged fp16 / kivi blocks stay resident for their whole split: round down
+  // so that the splits fill at most one wave (no tail wave of a few blocks).
+  const bool whole_wave = vq_lut || staged_fp16 || staged_kivi;
   int splits = 1;
   if (blocks * 5 < target * 4) {
     splits = whole_wave ? target / blocks : (target + blocks - 1) / blocks;
@@ -236,6 +241,10 @@ std::string LaunchDecodeAttention(KvPageFormat f, const DecodeAttentionParams& p
       }
       [[fallthrough]];
     case KvPageFormat::kKivi:
+      if (f == KvPageFormat::kKivi && UsesKiviStaged(p)) {
+        err = LaunchKiviStagedDecode(p, hb, splits, stream);
+        break;
+      }
       err = p.head_dim == 64 ? DispatchDense<64>(f == KvPageFormat::kKivi, p, hb, splits, stream)
                              : DispatchDense<128>(f == KvPageFormat::kKivi, p, hb, splits, stream);
       break;

@@ -66,6 +66,10 @@ struct DecodeAttentionParams {
 
   // kivi: bits per code (2 or 4).
   int kivi_bits = 2;
+  // kivi kernel: 0 = pages staged in shared memory, tensor-core scores and values
+  // (kernels/cuda/kivi_staged_decode.h; shapes it does not serve fall back to 1); 1 = the older
+  // element-wise kernel (kernels/cuda/paged_dense_decode.cuh), for comparison.
+  int kivi_version = 0;
   // vecinfer: this layer's centroids, k (D / vq_k_sub_dim, 256, vq_k_sub_dim) and
   // v (D / vq_v_sub_dim, 256, vq_v_sub_dim) fp32; kv head h's at + h * vq_codebook_head_stride
   // floats (0 when shared by all heads).
