@@ -31,6 +31,11 @@ std::string LaunchVecInferMmaDecode(const DecodeAttentionParams& p, int hb, int 
 std::string LaunchVecInferMma7Decode(const DecodeAttentionParams& p, int hb, int num_splits,
                                      cudaStream_t stream);
 
+// the same shapes, v8: v7's page loop with the per-launch costs cut (book build, residual
+// ring); p.vecinfer_version 6 (vecinfer_v8_decode.cu).
+std::string LaunchVecInferV8Decode(const DecodeAttentionParams& p, int hb, int num_splits,
+                                   cudaStream_t stream);
+
 // commvq pages, HBP >= hb query heads per block (commvq_decode_d*.cu).
 template <int D, int HBP>
 std::string LaunchCommVqDecode(const DecodeAttentionParams& p, int hb, int num_splits,
