@@ -4,7 +4,7 @@
 //   kernel,batch,context,time_us,bytes,gbps,pct_of_copy
 // usage: attention_bench [out.csv|-] [kernel batch context]   (the three filter one case)
 // env BENCH_KERNELS=a,b,...: time only these kernels; env BENCH_SIZES=16x32768,1x131072,...:
-// only these batch x context sizes.
+// only these batch x context sizes; BENCH_BATCHES=1,16,...: only these batches.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -56,7 +56,7 @@ struct Kernel {
   std::string name;
   KvPageFormat format;
   int kivi_bits, dk, dv, residual;
-  int vecinfer_version = 0;  // DecodeAttentionParams::vecinfer_version (1 v4 lut, 2 v5, 3 v6, 4 v7, 5 v7r)
+  int vecinfer_version = 0;  // DecodeAttentionParams::vecinfer_version (1 v4 lut, 2 v5, 3 v6, 4 v7, 5 v7r, 6 v8)
   int cvq_rounds = 0, cvq_value_rounds = 0;  // commvq: key / value rounds
   int fp16_version = 0;  // 1: the element-wise fp16 kernel instead of the staged one
   int kivi_version = 0;  // 1: the element-wise kivi kernel instead of the staged one
@@ -140,6 +140,7 @@ int main(int argc, char** argv) {
       {"vecinfer-k2v2-v6", KvPageFormat::kVecInfer, 2, 4, 4, 128, 3},
       {"vecinfer-k2v2-v7", KvPageFormat::kVecInfer, 2, 4, 4, 128, 4},
       {"vecinfer-k2v2-v7r", KvPageFormat::kVecInfer, 2, 4, 4, 128, 5},
+      {"vecinfer-k2v2-v8", KvPageFormat::kVecInfer, 2, 4, 4, 128, 6},
       {"vecinfer-k1v1", KvPageFormat::kVecInfer, 2, 8, 8, 128},
       {"vecinfer-k2v1", KvPageFormat::kVecInfer, 2, 4, 8, 128},
       {"vecinfer-k3v3", KvPageFormat::kVecInfer, 2, 4, 4, 128, 0, 0, 0, 0, 0, 12, 12},
@@ -151,7 +152,15 @@ int main(int argc, char** argv) {
   const std::string only_list = only_env ? "," + std::string(only_env) + "," : "";
   const char* sizes_env = std::getenv("BENCH_SIZES");
   const std::string sizes_list = sizes_env ? "," + std::string(sizes_env) + "," : "";
-  const int batches[] = {1, 8, 16, 32};
+  std::vector<int> batches = {1, 8, 16, 32};
+  if (const char* bb = std::getenv("BENCH_BATCHES")) {  // env BENCH_BATCHES=1,16: only these
+    batches.clear();
+    for (const char* c = bb; *c;) {
+      batches.push_back(std::atoi(c));
+      while (*c && *c != ',') ++c;
+      if (*c == ',') ++c;
+    }
+  }
   const int contexts[] = {8192, 32768, 131072};
   cudaEvent_t e0, e1;
   VQ_CUDA_CHECK(cudaEventCreate(&e0));
@@ -299,8 +308,11 @@ int main(int argc, char** argv) {
           if (csv) std::fprintf(csv, "%s,%d,%d,%.2f,%.0f,%.1f,%.1f\n", k.name.c_str(), batch, ctx, us, bytes, gbps,
                                 100.0 * gbps * 1e9 / ceiling);
           // stage costs of the vecinfer kernel (wrong results on purpose): skip scores / values.
-          if (k.format == KvPageFormat::kVecInfer && (k.name == "vecinfer-k2v2-lut" || k.name == "vecinfer-k2v2-v7" || k.name == "vecinfer-k2v2-v7r") && ((batch == 16 && ctx == 32768) || (batch == 1 && ctx == 131072))) {
-            for (int skip = 1; skip <= 3; ++skip) {
+          const bool v8 = k.name == "vecinfer-k2v2-v8";
+          if (k.format == KvPageFormat::kVecInfer && (v8 || k.name == "vecinfer-k2v2-lut" || k.name == "vecinfer-k2v2-v7" || k.name == "vecinfer-k2v2-v7r") && ((batch == 16 && ctx == 32768) || (batch == 1 && ctx == 131072) || (v8 && batch == 1 && ctx == 8192))) {
+            // v8 also: 4 = without the book build, 8 = without the residual ring, 15 = all four,
+            // 16 = without the l2 prefetch of the ring rows (still right).
+            for (int skip : v8 ? std::vector<int>{1, 2, 3, 4, 8, 15, 16} : std::vector<int>{1, 2, 3}) {
               p.bench_skip_stages = skip;
               std::vector<float> ms2;
               for (int it = 0; it < 15; ++it) {
@@ -314,7 +326,9 @@ int main(int argc, char** argv) {
                 if (it >= 5) ms2.push_back(t);
               }
               std::printf("  %s without %s: %.1f us\n", k.name.c_str(),
-                          skip == 1 ? "score gathers" : skip == 2 ? "value gathers" : "score+value gathers",
+                          skip == 1 ? "score gathers" : skip == 2 ? "value gathers" : skip == 3 ? "score+value gathers"
+                          : skip == 4 ? "book build" : skip == 8 ? "residual ring" : skip == 15 ? "gathers+books+residual"
+                          : "residual l2 prefetch (right results)",
                           Median(ms2) * 1e3);
             }
             p.bench_skip_stages = 0;

@@ -25,7 +25,7 @@ struct Variant {
   DecodeFormat format;
   int kivi_bits, dk, dv, residual;
   bool per_head;
-  int vecinfer_version = 0;  // DecodeAttentionParams::vecinfer_version (1 v4 lut, 2 v5, 3 v6, 4 v7, 5 v7r)
+  int vecinfer_version = 0;  // DecodeAttentionParams::vecinfer_version (1 v4 lut, 2 v5, 3 v6, 4 v7, 5 v7r, 6 v8)
   int fp16_version = 0;      // 1: the element-wise fp16 kernel instead of the staged one
   int kivi_version = 0;      // 1: the element-wise kivi kernel instead of the staged one
   int k_code_bits = 8, v_code_bits = 8;  // vecinfer code widths (12: the generic kernel)
@@ -100,6 +100,78 @@ int RunCommVq(bool with_long, int* cases, double* worst) {
   return failures;
 }
 
+// the float64 reference has no attention sink: cross-checks the sink path of v8 (its own
+// warp-parallel residual) against v7's (ResidualPartial) on random fp16 sink rows. returns the
+// failures (relative difference > 1e-4).
+int RunSinkCrossCheck(int* cases, double* worst) {
+  int failures = 0;
+  uint64_t seed = 5000;
+  for (int g : {1, 4}) {
+    for (int n_sink : {1, 4, 37, 64}) {
+      DecodeCaseSpec s;
+      s.format = DecodeFormat::kVecInfer;
+      s.num_kv_heads = 2;
+      s.num_heads = 2 * g;
+      s.head_dim = 128;
+      s.lens = {1, 33, 200, 1000, 4133};
+      s.residual_tokens = 128;
+      s.vq_k_sub_dim = 4;
+      s.vq_v_sub_dim = 4;
+      s.seed = ++seed;
+      DecodeCase c = MakeDecodeCase(s);
+      DeviceDecodeCase dev(c);
+      cuda::DecodeAttentionParams& p = dev.params();
+      int max_slot = 0;
+      for (int sl : c.slots) max_slot = sl > max_slot ? sl : max_slot;
+      p.sink_slot_stride = static_cast<int64_t>(n_sink) * p.res_token_stride;
+      const size_t elems = static_cast<size_t>(max_slot + 1) * p.sink_slot_stride;
+      std::vector<uint16_t> hk(elems), hv(elems);
+      uint64_t x = seed * 0x9e3779b97f4a7c15ull;
+      for (size_t i = 0; i < elems; ++i) {  // fp16 in [-2, 2): sign, exponent 13..15, mantissa
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        hk[i] = static_cast<uint16_t>(((x >> 20) & 0x8000) | ((13 + (x >> 40) % 3) << 10) | ((x >> 8) & 0x3FF));
+        hv[i] = static_cast<uint16_t>(((x >> 21) & 0x8000) | ((13 + (x >> 44) % 3) << 10) | ((x >> 30) & 0x3FF));
+      }
+      std::vector<int32_t> sink_lens(c.batch, n_sink);
+      uint16_t *dk, *dvv;
+      int32_t* dl;
+      VQ_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&dk), elems * 2));
+      VQ_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&dvv), elems * 2));
+      VQ_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&dl), c.batch * 4));
+      VQ_CUDA_CHECK(cudaMemcpy(dk, hk.data(), elems * 2, cudaMemcpyHostToDevice));
+      VQ_CUDA_CHECK(cudaMemcpy(dvv, hv.data(), elems * 2, cudaMemcpyHostToDevice));
+      VQ_CUDA_CHECK(cudaMemcpy(dl, sink_lens.data(), c.batch * 4, cudaMemcpyHostToDevice));
+      p.sink_k = dk;
+      p.sink_v = dvv;
+      p.sink_lens = dl;
+      std::vector<float> out[2];
+      std::string err;
+      for (int k = 0; k < 2 && err.empty(); ++k) {
+        p.vecinfer_version = k == 0 ? 4 : 6;
+        dev.PoisonOutput();
+        err = cuda::LaunchDecodeAttention(cuda::KvPageFormat::kVecInfer, p, nullptr);
+        VQ_CUDA_CHECK(cudaDeviceSynchronize());
+        out[k] = dev.Output();
+      }
+      double rel = INFINITY;
+      if (err.empty()) {
+        std::vector<double> ref(out[0].begin(), out[0].end());
+        rel = RelativeError(out[1], ref);
+      }
+      const bool ok = rel <= 1e-4;
+      ++*cases;
+      failures += !ok;
+      if (rel > *worst) *worst = rel;
+      std::printf("vecinfer-k2v2-v8 sink vs v7 G=%d sink=%2d rel_diff=%.3e %s %s\n", g, n_sink, rel,
+                  ok ? "ok" : "FAIL", err.c_str());
+      VQ_CUDA_CHECK(cudaFree(dk));
+      VQ_CUDA_CHECK(cudaFree(dvv));
+      VQ_CUDA_CHECK(cudaFree(dl));
+    }
+  }
+  return failures;
+}
+
 int Run(bool with_long, bool commvq_only, bool vecinfer_only, bool kivi_only) {
   const Variant variants[] = {
       {"fp16", DecodeFormat::kFp16, 2, 4, 4, 0, false},
@@ -121,6 +193,8 @@ int Run(bool with_long, bool commvq_only, bool vecinfer_only, bool kivi_only) {
       {"vecinfer-k2v2-v7-ph", DecodeFormat::kVecInfer, 2, 4, 4, 128, true, 4},
       {"vecinfer-k2v2-v7r", DecodeFormat::kVecInfer, 2, 4, 4, 128, false, 5},
       {"vecinfer-k2v2-v7r-ph", DecodeFormat::kVecInfer, 2, 4, 4, 128, true, 5},
+      {"vecinfer-k2v2-v8", DecodeFormat::kVecInfer, 2, 4, 4, 128, false, 6},
+      {"vecinfer-k2v2-v8-ph", DecodeFormat::kVecInfer, 2, 4, 4, 128, true, 6},
       {"vecinfer-k4v4", DecodeFormat::kVecInfer, 2, 2, 2, 128, false},
       {"vecinfer-k1v1", DecodeFormat::kVecInfer, 2, 8, 8, 128, false},
       {"vecinfer-k2v1", DecodeFormat::kVecInfer, 2, 4, 8, 128, false},
@@ -209,6 +283,7 @@ int Run(bool with_long, bool commvq_only, bool vecinfer_only, bool kivi_only) {
       std::printf("%-22s D=128 G=4 len=131149 rel_err=%.3e %s %s\n", v.name, rel, ok ? "ok" : "FAIL", err.c_str());
     }
   }
+  if (!commvq_only && !kivi_only) failures += RunSinkCrossCheck(&cases, &worst);
   std::printf("decode_check: %d cases, %d failures, worst relative error %.3e\n", cases, failures, worst);
   return failures == 0 ? 0 : 1;
 }

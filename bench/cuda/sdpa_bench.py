@@ -4,6 +4,7 @@ device-to-device copy ceiling; merges our attention_bench csv into one markdown 
 usage: python3 sdpa_bench.py --ours ours.csv --csv sdpa.csv --md combined.md
 """
 import argparse
+import os
 import csv
 import os
 import statistics
@@ -13,7 +14,8 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 HEADS, KV_HEADS, DIM = 32, 8, 128
-BATCHES = (1, 8, 16, 32)
+# env BENCH_BATCHES=1,16: only these batch sizes (as attention_bench).
+BATCHES = tuple(int(b) for b in os.environ["BENCH_BATCHES"].split(",")) if os.environ.get("BENCH_BATCHES") else (1, 8, 16, 32)
 CONTEXTS = (8192, 32768, 131072)
 
 

@@ -99,7 +99,8 @@ std::string DispatchVecInferHeads(const DecodeAttentionParams& p, int hb, int sp
   return "vecinfer decode: unsupported heads per block";
 }
 
-// the tensor-core vecinfer kernel that vecinfer_version 0 runs: 3 = v6, 4 = v7, 5 = v7r.
+// the tensor-core vecinfer kernel that vecinfer_version 0 runs with one split: 3 = v6, 4 = v7,
+// 5 = v7r, 6 = v8 (with several splits version 0 runs v8).
 constexpr int kDefaultVecInferMma = 4;
 
 template <int D>
@@ -107,9 +108,12 @@ std::string DispatchVecInfer(const DecodeAttentionParams& p, int hb, int splits,
   const int dk = p.vq_k_sub_dim, dv = p.vq_v_sub_dim;
   if (!VecInferLutShape(p)) return LaunchVecInferGenericDecode(p, hb, splits, s);
   // vecinfer_version: 0 default (kDefaultVecInferMma), 1 v4 lut, 2 v5 mma keys, 3 v6, 4 v7,
-  // 5 v7r (v7 with routed value gathers).
+  // 5 v7r (v7 with routed value gathers), 6 v8 (v7's loop, cheaper book build and residual).
   if (D == 128 && dk == 4 && dv == 4 && hb <= 4 && p.vecinfer_version != 1) {
-    const int v = p.vecinfer_version == 0 ? kDefaultVecInferMma : p.vecinfer_version;
+    // default: v8 when the launch has several splits (batch <= 8 on 132 sms: faster than v7 at
+    // every measured size, runV8b), v7 with one split (v8 within -1.4 % .. +2.7 % there).
+    const int v = p.vecinfer_version != 0 ? p.vecinfer_version : splits > 1 ? 6 : kDefaultVecInferMma;
+    if (v == 6) return LaunchVecInferV8Decode(p, hb, splits, s);
     if (v >= 4) {
       DecodeAttentionParams q = p;
       q.vecinfer_version = v;

@@ -31,6 +31,11 @@ std::string LaunchVecInferMmaDecode(const DecodeAttentionParams& p, int hb, int 
 std::string LaunchVecInferMma7Decode(const DecodeAttentionParams& p, int hb, int num_splits,
                                      cudaStream_t stream);
 
+// the same shapes, v8: v7's page loop with the per-launch costs cut (book build, residual
+// ring); p.vecinfer_version 6 (vecinfer_v8_decode.cu).
+std::string LaunchVecInferV8Decode(const DecodeAttentionParams& p, int hb, int num_splits,
+                                   cudaStream_t stream);
+
 // vecinfer pages of any code width (8 or 12 bits) and sub-vector sizes (2, 4, 8), read
 // element-wise with centroids from global memory (vecinfer_generic_decode.cu).
 std::string LaunchVecInferGenericDecode(const DecodeAttentionParams& p, int hb, int num_splits,
