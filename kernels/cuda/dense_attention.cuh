@@ -292,6 +292,30 @@ __device__ void ResidualPartial(const DecodeAttentionParams& p, int b, int kvh, 
   DenseAttendRange<D, HBP, SinkRingSource, NT>(p, src, b, h0, hb, 0, n_sink + n_ring, slot, smem);
 }
 
+// the block of an element-wise decode kernel (grid (splits + 1, kv heads x head groups,
+// batch)): block x == num_splits folds the sink and the residual ring against p.q; block x <
+// num_splits its split of the coded pages, the source make_source(b, kvh) hands out, against
+// `queries` (null: p.q). smem: DenseSmem<D, HBP>::kFloats floats.
+template <int D, int HBP, class MakeSource>
+__device__ void DenseDecodeBlock(const DecodeAttentionParams& p, int hb, int num_splits,
+                                 float* smem, const MakeSource& make_source,
+                                 const float* queries = nullptr) {
+  const int split = blockIdx.x, b = blockIdx.z;
+  int kvh, h0;
+  BlockHeads(p, hb, &kvh, &h0);
+  if (split == num_splits) {
+    ResidualPartial<D, HBP>(p, b, kvh, h0, hb, split, smem);
+    return;
+  }
+  int t0, t1;
+  SplitRange(p.coded_lens[b], num_splits, split, &t0, &t1);
+  if (t0 >= t1) {
+    WriteEmptyPartial(p, b, h0, hb, split);
+    return;
+  }
+  DenseAttendRange<D, HBP>(p, make_source(b, kvh), b, h0, hb, t0, t1, split, smem, queries);
+}
+
 }  // namespace vqserve::cuda
 
 #endif  // VQSERVE_KERNELS_CUDA_DENSE_ATTENTION_CUH_

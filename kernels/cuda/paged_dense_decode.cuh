@@ -18,29 +18,16 @@ template <int D, int HBP, bool kKivi>
 __global__ void __launch_bounds__(kDecodeThreads) PagedDenseDecodeKernel(
     const DecodeAttentionParams p, int hb, int num_splits) {
   extern __shared__ float4 dense_smem4[];
-  float* smem = reinterpret_cast<float*>(dense_smem4);
-  const int split = blockIdx.x, b = blockIdx.z;
-  int kvh, h0;
-  BlockHeads(p, hb, &kvh, &h0);
-  if (split == num_splits) {
-    ResidualPartial<D, HBP>(p, b, kvh, h0, hb, split, smem);
-    return;
-  }
-  int t0, t1;
-  SplitRange(p.coded_lens[b], num_splits, split, &t0, &t1);
-  if (t0 >= t1) {
-    WriteEmptyPartial(p, b, h0, hb, split);
-    return;
-  }
-  const uint8_t* base = p.pages + p.layer_offset;
-  const int32_t* table = p.block_tables + b * p.block_table_stride;
-  if constexpr (kKivi) {
-    KiviPageSource<D> src{base, p.page_stride, table, p.num_kv_heads, kvh, p.kivi_bits};
-    DenseAttendRange<D, HBP>(p, src, b, h0, hb, t0, t1, split, smem);
-  } else {
-    Fp16PageSource<D> src{base, p.page_stride, table, p.num_kv_heads, kvh};
-    DenseAttendRange<D, HBP>(p, src, b, h0, hb, t0, t1, split, smem);
-  }
+  auto source = [&p](int b, int kvh) {
+    const uint8_t* base = p.pages + p.layer_offset;
+    const int32_t* table = p.block_tables + b * p.block_table_stride;
+    if constexpr (kKivi) {
+      return KiviPageSource<D>{base, p.page_stride, table, p.num_kv_heads, kvh, p.kivi_bits};
+    } else {
+      return Fp16PageSource<D>{base, p.page_stride, table, p.num_kv_heads, kvh};
+    }
+  };
+  DenseDecodeBlock<D, HBP>(p, hb, num_splits, reinterpret_cast<float*>(dense_smem4), source);
 }
 
 // launches the kernel above (instantiated per head_dim in fp16_decode_d*.cu / kivi_decode_d*.cu).

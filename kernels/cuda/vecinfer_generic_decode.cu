@@ -56,32 +56,21 @@ template <int D, int HBP>
 __global__ void __launch_bounds__(kDecodeThreads) VecInferGenericDecodeKernel(
     const DecodeAttentionParams p, int hb, int num_splits) {
   extern __shared__ float4 generic_smem4[];
-  float* smem = reinterpret_cast<float*>(generic_smem4);
-  const int split = blockIdx.x, b = blockIdx.z;
-  int kvh, h0;
-  BlockHeads(p, hb, &kvh, &h0);
-  if (split == num_splits) {
-    ResidualPartial<D, HBP>(p, b, kvh, h0, hb, split, smem);
-    return;
-  }
-  int t0, t1;
-  SplitRange(p.coded_lens[b], num_splits, split, &t0, &t1);
-  if (t0 >= t1) {
-    WriteEmptyPartial(p, b, h0, hb, split);
-    return;
-  }
-  const VecInferPageSource<D> src{p.pages + p.layer_offset,
-                                  p.page_stride,
-                                  p.block_tables + b * p.block_table_stride,
-                                  p.vq_k_codebook + kvh * p.vq_k_codebook_head_stride,
-                                  p.vq_v_codebook + kvh * p.vq_v_codebook_head_stride,
-                                  p.num_kv_heads,
-                                  kvh,
-                                  p.vq_k_sub_dim,
-                                  p.vq_v_sub_dim,
-                                  p.vq_k_code_bits,
-                                  p.vq_v_code_bits};
-  DenseAttendRange<D, HBP>(p, src, b, h0, hb, t0, t1, split, smem, p.q_tilde);
+  auto source = [&p](int b, int kvh) {
+    return VecInferPageSource<D>{p.pages + p.layer_offset,
+                                 p.page_stride,
+                                 p.block_tables + b * p.block_table_stride,
+                                 p.vq_k_codebook + kvh * p.vq_k_codebook_head_stride,
+                                 p.vq_v_codebook + kvh * p.vq_v_codebook_head_stride,
+                                 p.num_kv_heads,
+                                 kvh,
+                                 p.vq_k_sub_dim,
+                                 p.vq_v_sub_dim,
+                                 p.vq_k_code_bits,
+                                 p.vq_v_code_bits};
+  };
+  DenseDecodeBlock<D, HBP>(p, hb, num_splits, reinterpret_cast<float*>(generic_smem4), source,
+                           p.q_tilde);
 }
 
 template <int D, int HBP>
