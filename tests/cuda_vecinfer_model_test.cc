@@ -217,15 +217,15 @@ TEST_F(CudaVecInferModelTest, MixedCachesInOneStepEqualAlone) {
 
 TEST(CudaKvCacheForCodec, RefusesWhatTheGpuCannotHold) {
   KvShape shape{2, 2, 4, 64};
-  auto commvq = MakeCudaKvCacheForCodec("commvq-2", shape, nullptr, 1, 1);
-  ASSERT_FALSE(commvq.ok());
-  EXPECT_NE(commvq.status().message().find("cuda runtime"), std::string::npos) << commvq.status();
+  auto odd = MakeCudaKvCacheForCodec("vecinfer-k3v3", shape, nullptr, 1, 1);
+  ASSERT_FALSE(odd.ok());
+  EXPECT_NE(odd.status().message().find("cuda runtime"), std::string::npos) << odd.status();
   for (const char* ok : {"fp16", "kivi-k2v2", "kivi-k4v4", "vecinfer-k2v2", "vecinfer-k4v4",
                          "vecinfer-k2v1", "vecinfer-k1v1", "vecinfer-k2v2-perhead",
-                         "vecinfer-k2v2-nohadamard"}) {
+                         "vecinfer-k2v2-nohadamard", "commvq-2", "commvq-1"}) {
     EXPECT_TRUE(CudaKvCodecSupported(ok, 64).ok()) << ok;
   }
-  for (const char* bad : {"kivi-k3v3", "commvq-2", "vecinfer-k3v3", "vecinfer-k4v2",
+  for (const char* bad : {"kivi-k3v3", "commvq-3", "vecinfer-k3v3", "vecinfer-k4v2",
                           "vecinfer-k1.5v1.5", "nonsense"}) {
     EXPECT_FALSE(CudaKvCodecSupported(bad, 128).ok()) << bad;
   }
