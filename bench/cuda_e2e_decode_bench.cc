@@ -5,7 +5,7 @@
 // pseudo-random pages and rings instead of prefills: speed depends on neither. prints a
 // markdown table per model, with the sequences of `ctx` tokens that fit a kv budget of
 // --budget-gb (1e9 bytes) from the cache's own spec. without a cuda device it says so, exit 0.
-// usage: cuda_e2e_decode_bench [--models llama8b,smollm2] [--codecs fp16,vecinfer-k2v2,...]
+// usage: cuda_e2e_decode_bench [--models llama8b,smollm2] [--codecs fp16,vecinfer-k2v2,commvq-2,...]
 //   [--batch 16] [--ctx 32768] [--short-ctx 256] [--warmup 4] [--steps 32] [--budget-gb 80]
 //   [--gguf PATH] [--sink-tokens 32 (coded caches; fp16 has none)]
 //   [--graphs default|on|off|both (cuda graphs for decode steps; both: a row of each, same cache)]
@@ -23,6 +23,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
+#include "runtime/commvq_codec.h"
 #include "runtime/cuda_kv_cache.h"
 #include "runtime/cuda_llama_model.h"
 #include "runtime/cuda_random_kv.h"
@@ -34,7 +35,8 @@ namespace {
 
 struct Args {
   std::vector<std::string> models = {"llama8b", "smollm2"};
-  std::vector<std::string> codecs = {"fp16", "vecinfer-k2v2", "vecinfer-k1v1"};
+  std::vector<std::string> codecs = {"fp16", "vecinfer-k2v2", "vecinfer-k1v1", "commvq-2",
+                                     "commvq-1"};
   int batch = 16, ctx = 32768, short_ctx = 256, warmup = 4, steps = 32;
   int sink_tokens = 32;  // as `vqserve serve`'s --kv-sink-tokens default
   double budget_gb = 80;
@@ -95,13 +97,21 @@ Timing TimeSteps(LlamaModel& model, CudaKvCache& cache, const Args& a, int ctx, 
   return t;
 }
 
-// fp16 pages; kivi-kBvB; vecinfer-* over random codebooks. coded caches keep `sink` fp16 tokens.
+// fp16 pages; kivi-kBvB; vecinfer-* and commvq-* over random codebooks (commvq's of the
+// model's rope base). coded caches keep `sink` fp16 tokens.
 absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCache(const std::string& codec,
-                                                       const KvShape& shape, int pages, int slots,
-                                                       int sink) {
+                                                       const KvShape& shape, float rope_theta,
+                                                       int pages, int slots, int sink) {
   if (codec == "fp16") return MakeCudaKvCache(shape, pages, slots);
   if (absl::StartsWith(codec, "kivi-")) {
     return MakeCudaKvCacheForCodec(codec, shape, nullptr, pages, slots, sink);
+  }
+  if (absl::StartsWith(codec, "commvq-")) {
+    absl::StatusOr<CommVqOptions> o = CommVqOptionsForName(codec, shape);
+    if (!o.ok()) return o.status();
+    return MakeCudaCommVqKvCache(std::make_shared<const CommVqCodebooks>(RandomCommVqCodebooks(
+                                     shape, rope_theta, o->key_rounds, o->value_rounds, 11)),
+                                 o->key_rounds, o->value_rounds, pages, slots, sink);
   }
   absl::StatusOr<VecInferOptions> o = VecInferOptionsForName(codec);
   if (!o.ok()) return o.status();
@@ -134,7 +144,7 @@ int RunModel(const std::string& name, const Args& a) {
   for (const std::string& codec : a.codecs) {
     KvCacheSpec probe_spec;
     {
-      absl::StatusOr<std::unique_ptr<CudaKvCache>> probe = MakeCache(codec, shape, 1, 1, a.sink_tokens);
+      absl::StatusOr<std::unique_ptr<CudaKvCache>> probe = MakeCache(codec, shape, c.rope_theta, 1, 1, a.sink_tokens);
       if (!probe.ok()) {
         std::printf("| %s | error: %s |\n", codec.c_str(),
                     std::string(probe.status().message()).c_str());
@@ -146,7 +156,7 @@ int RunModel(const std::string& name, const Args& a) {
         std::max(PagesForTokens(probe_spec, a.ctx + a.warmup + a.steps),
                  PagesForTokens(probe_spec, a.short_ctx + a.warmup + a.steps)) + 1;
     absl::StatusOr<std::unique_ptr<CudaKvCache>> made =
-        MakeCache(codec, shape, a.batch * pages_per_seq, a.batch, a.sink_tokens);
+        MakeCache(codec, shape, c.rope_theta, a.batch * pages_per_seq, a.batch, a.sink_tokens);
     if (!made.ok()) {
       std::printf("| %s | error: %s |\n", codec.c_str(), std::string(made.status().message()).c_str());
       continue;

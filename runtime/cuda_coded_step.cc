@@ -45,8 +45,19 @@ void CudaCodedStep::Plan(const CudaKvCache& cache, const std::vector<int32_t>& n
 std::string CudaCodedStep::SinkAndGather(const cuda::PagedKvStep& step, const float* k,
                                          const float* v, int64_t kv_stride,
                                          cudaStream_t stream) const {
-  std::string err = cuda::LaunchSinkAppend(step, k, v, kv_stride, stream);
+  std::string err = SinkAppend(step, k, v, kv_stride, stream);
   if (!err.empty()) return err;
+  return Gather(step, k, v, kv_stride, stream);
+}
+
+std::string CudaCodedStep::SinkAppend(const cuda::PagedKvStep& step, const float* k,
+                                      const float* v, int64_t kv_stride,
+                                      cudaStream_t stream) const {
+  return cuda::LaunchSinkAppend(step, k, v, kv_stride, stream);
+}
+
+std::string CudaCodedStep::Gather(const cuda::PagedKvStep& step, const float* k, const float* v,
+                                  int64_t kv_stride, cudaStream_t stream) const {
   return cuda::LaunchGatherFlushPages(step, meta_.data(), flush_count(), k, v, kv_stride,
                                       stage_k_.data(), stage_v_.data(), stream);
 }

@@ -2,7 +2,7 @@
 #define VQSERVE_RUNTIME_CUDA_CODED_STEP_H_
 
 // the codec-independent part of one CudaLlamaModel step over a coded CudaKvCache (vecinfer,
-// kivi; include only where VQSERVE_WITH_CUDA is set): the page flushes of the step, planned on
+// kivi, commvq; include only where VQSERVE_WITH_CUDA is set): the page flushes of the step, planned on
 // the host as PagedKvCache does them (pages inside the attention sink are never encoded); per
 // layer the sink append and the gather of the pages due into fp32 staging for the codec's
 // encode kernel; and the sink's fields of the fused decode kernel's params.
@@ -34,6 +34,12 @@ class CudaCodedStep {
   // encode, the attention and the ring append of the layer. empty string on success.
   std::string SinkAndGather(const cuda::PagedKvStep& step, const float* k, const float* v,
                             int64_t kv_stride, cudaStream_t stream) const;
+  // the two halves of SinkAndGather, for codecs that code other keys than the sink holds
+  // (commvq: the gather reads the pre-rope ring through step.ring_k and pre-rope rows k).
+  std::string SinkAppend(const cuda::PagedKvStep& step, const float* k, const float* v,
+                         int64_t kv_stride, cudaStream_t stream) const;
+  std::string Gather(const cuda::PagedKvStep& step, const float* k, const float* v,
+                     int64_t kv_stride, cudaStream_t stream) const;
 
   int flush_count() const { return static_cast<int>(page_ids_.size()); }
   int32_t flush_page_id(int f) const { return page_ids_[f]; }

@@ -10,6 +10,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/codec_factory.h"
+#include "runtime/commvq_codec.h"
+#include "runtime/commvq_math.h"
 #include "runtime/fp16_codec.h"
 #include "runtime/kivi_codec.h"
 
@@ -21,8 +23,8 @@ namespace vqserve {
 
 namespace {
 constexpr char kCudaCodecs[] =
-    "fp16, kivi-k2v2, kivi-k4v4 and vecinfer-kXvY for X, Y in 4, 3, 2, 1.5, 1 "
-    "(with any of the -nosmooth, -nohadamard, -perhead suffixes)";
+    "fp16, kivi-k2v2, kivi-k4v4, vecinfer-kXvY for X, Y in 4, 3, 2, 1.5, 1 "
+    "(with any of the -nosmooth, -nohadamard, -perhead suffixes), commvq-2, commvq-1";
 }  // namespace
 
 absl::Status CudaKvCodecSupported(const std::string& name, int head_dim) {
@@ -30,7 +32,10 @@ absl::Status CudaKvCodecSupported(const std::string& name, int head_dim) {
     return absl::InvalidArgumentError(
         absl::StrCat("the cuda runtime needs head_dim 64 or 128, the model has ", head_dim));
   }
-  if (name == "fp16" || name == "kivi-k2v2" || name == "kivi-k4v4") return absl::OkStatus();
+  if (name == "fp16" || name == "kivi-k2v2" || name == "kivi-k4v4" || name == "commvq-2" ||
+      name == "commvq-1") {
+    return absl::OkStatus();
+  }
   bool ok = false;
   if (absl::StartsWith(name, "vecinfer-")) {
     absl::StatusOr<VecInferOptions> o = VecInferOptionsForName(name);
@@ -64,7 +69,8 @@ void CudaKvCache::Attend(int, const KvSeqRef&, int, const float*, float*) {
 }
 
 uint16_t* CudaKvCache::ring(int layer, int which) const {
-  const int64_t array = ring_slot_stride_ / 2;
+  if (which >= ring_arrays_) return nullptr;
+  const int64_t array = ring_slot_stride_ / ring_arrays_;
   return rings_ + ring_slot_stride_ * (static_cast<int64_t>(layer) * num_slots_) + array * which;
 }
 
@@ -108,13 +114,14 @@ void CudaKvCache::InitSpec(const KvCodec& codec, const KvShape& shape, int num_p
   spec_.codec = codec.name();
   spec_.page_tokens = codec.page_tokens();
   spec_.residual_tokens = codec.residual_tokens();
-  spec_.needs_pre_rope_keys = false;
+  spec_.needs_pre_rope_keys = codec.needs_pre_rope_keys();
   spec_.sink_tokens = spec_.residual_tokens > 0
                           ? std::max(0, sink_tokens) / spec_.page_tokens * spec_.page_tokens
                           : 0;
   ring_tokens_ = spec_.residual_tokens + spec_.page_tokens;
   layer_page_bytes_ = codec.LayerPageBytes();
-  ring_slot_stride_ = int64_t{2} * ring_tokens_ * shape.num_kv_heads * shape.head_dim;
+  ring_arrays_ = spec_.needs_pre_rope_keys ? 3 : 2;
+  ring_slot_stride_ = int64_t{ring_arrays_} * ring_tokens_ * shape.num_kv_heads * shape.head_dim;
   spec_.page_bytes = layer_page_bytes_ * shape.num_layers;
   sink_slot_stride_ = int64_t{2} * spec_.sink_tokens * shape.num_kv_heads * shape.head_dim;
   spec_.slot_bytes = (ring_slot_stride_ + sink_slot_stride_) * sizeof(uint16_t) * shape.num_layers;
@@ -162,16 +169,7 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
   std::vector<float> all(cb->lambda);
   all.insert(all.end(), cb->k_centroids.begin(), cb->k_centroids.end());
   all.insert(all.end(), cb->v_centroids.begin(), cb->v_centroids.end());
-  void* p = nullptr;
-  if (cudaError_t e = cudaMalloc(&p, all.size() * sizeof(float)); e != cudaSuccess) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("cuda kv cache: codebooks: ", cudaGetErrorString(e)));
-  }
-  c->constants_ = static_cast<float*>(p);
-  if (cudaError_t e = cudaMemcpy(p, all.data(), all.size() * sizeof(float), cudaMemcpyHostToDevice);
-      e != cudaSuccess) {
-    return absl::InternalError(absl::StrCat("cuda kv cache: codebook upload: ", cudaGetErrorString(e)));
-  }
+  if (absl::Status st = c->UploadConstants(all); !st.ok()) return st;
   CudaVecInferConstants& vc = c->vecinfer_;
   vc.lambda = c->constants_;
   vc.k_centroids = vc.lambda + cb->lambda.size();
@@ -182,6 +180,70 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
   vc.v_code_bits = v.code_bits;
   vc.per_head = cb->options.per_head;
   vc.hadamard = cb->options.hadamard;
+  return c;
+}
+
+absl::Status CudaKvCache::UploadConstants(const std::vector<float>& all) {
+  void* p = nullptr;
+  if (cudaError_t e = cudaMalloc(&p, all.size() * sizeof(float)); e != cudaSuccess) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cuda kv cache: codebooks: ", cudaGetErrorString(e)));
+  }
+  constants_ = static_cast<float*>(p);
+  if (cudaError_t e = cudaMemcpy(p, all.data(), all.size() * sizeof(float), cudaMemcpyHostToDevice);
+      e != cudaSuccess) {
+    return absl::InternalError(absl::StrCat("cuda kv cache: codebook upload: ", cudaGetErrorString(e)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaCommVqKvCache(
+    std::shared_ptr<const CommVqCodebooks> books, int key_rounds, int value_rounds, int num_pages,
+    int num_slots, int sink_tokens) {
+  const KvShape& shape = books->shape();
+  if (absl::Status st = CudaKvCodecSupported("commvq-2", shape.head_dim); !st.ok()) return st;
+  if (absl::Status st = CheckCommVqCodec(shape, *books, key_rounds, value_rounds); !st.ok()) {
+    return st;
+  }
+  std::unique_ptr<KvCodec> codec = MakeCommVqCodec(shape, books, key_rounds, value_rounds);
+  std::unique_ptr<CudaKvCache> c(new CudaKvCache());
+  c->format_ = CudaKvFormat::kCommVq;
+  c->InitSpec(*codec, shape, num_pages, num_slots, sink_tokens);
+  if (c->spec_.page_tokens != 32) return absl::InternalError("cuda commvq cache: pages of 32");
+  if (absl::Status st = c->Allocate(); !st.ok()) return st;
+  // constants: the rounds in use of every (layer, head)'s key books, then of the value books,
+  // then the rope frequencies.
+  const size_t kf = books->key_book_floats(), vf = books->value_book_floats();
+  std::vector<float> all;
+  all.reserve(size_t(shape.num_layers) * shape.num_kv_heads * (key_rounds * kf + value_rounds * vf) +
+              shape.head_dim / 2);
+  for (int l = 0; l < shape.num_layers; ++l) {
+    for (int h = 0; h < shape.num_kv_heads; ++h) {
+      const float* k = books->key_book(l, h, 0);  // rounds of one head are contiguous
+      all.insert(all.end(), k, k + key_rounds * kf);
+    }
+  }
+  const size_t value_start = all.size();
+  for (int l = 0; l < shape.num_layers; ++l) {
+    for (int h = 0; h < shape.num_kv_heads; ++h) {
+      const float* v = books->value_book(l, h, 0);
+      all.insert(all.end(), v, v + value_rounds * vf);
+    }
+  }
+  const size_t freq_start = all.size();
+  for (double f : commvq::RopeFrequencies(shape.head_dim, books->rope_theta())) {
+    all.push_back(static_cast<float>(f));
+  }
+  if (absl::Status st = c->UploadConstants(all); !st.ok()) return st;
+  CudaCommVqConstants& cc = c->commvq_;
+  cc.key_books = c->constants_;
+  cc.value_books = c->constants_ + value_start;
+  cc.rope_freqs = c->constants_ + freq_start;
+  cc.key_rounds = key_rounds;
+  cc.value_rounds = value_rounds;
+  cc.rope_theta = books->rope_theta();
+  cc.key_head_stride = static_cast<int64_t>(key_rounds * kf);
+  cc.value_head_stride = static_cast<int64_t>(value_rounds * vf);
   return c;
 }
 
@@ -207,6 +269,10 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKiviKvCache(const KvShape&,
                                                                 int) {
   return MakeCudaKvCache(KvShape(), 0, 0);
 }
+absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaCommVqKvCache(
+    std::shared_ptr<const CommVqCodebooks>, int, int, int, int, int) {
+  return MakeCudaKvCache(KvShape(), 0, 0);
+}
 
 #endif
 
@@ -222,6 +288,16 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKvCacheForCodec(
   // the cpu factory checks the artifact against the name and shape with its own messages.
   absl::StatusOr<std::unique_ptr<KvCodec>> check = MakeCodec(name, shape, codebooks);
   if (!check.ok()) return check.status();
+  if (absl::StartsWith(name, "commvq-")) {
+    absl::StatusOr<CommVqOptions> o = CommVqOptionsForName(name, shape);
+    if (!o.ok()) return o.status();
+    absl::StatusOr<CommVqCodebooks> books =
+        CommVqCodebooks::Deserialize(codebooks->blobs.at("commvq"));  // MakeCodec found it
+    if (!books.ok()) return books.status();
+    return MakeCudaCommVqKvCache(std::make_shared<const CommVqCodebooks>(std::move(*books)),
+                                 o->key_rounds, o->value_rounds, num_pages, num_slots,
+                                 sink_tokens);
+  }
   absl::StatusOr<VecInferOptions> opts = VecInferOptionsForName(name);
   if (!opts.ok()) return opts.status();
   absl::StatusOr<VecInferCodebooks> cb = VecInferCodebooks::FromBlobs(shape, *opts, codebooks->blobs);

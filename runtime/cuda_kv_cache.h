@@ -1,8 +1,9 @@
 #ifndef VQSERVE_RUNTIME_CUDA_KV_CACHE_H_
 #define VQSERVE_RUNTIME_CUDA_KV_CACHE_H_
 
-// the kv cache of the cuda model: pages ("fp16", "kivi-k2v2" / "kivi-k4v4", or "vecinfer-kXvY"
-// of docs/kv_formats.md), fp16 residual rings and, for the coded formats, the
+// the kv cache of the cuda model: pages ("fp16", "kivi-k2v2" / "kivi-k4v4", "vecinfer-kXvY"
+// of any width, or "commvq-2" / "commvq-1", of docs/kv_formats.md), fp16 residual rings (for
+// commvq also of the pre-rope keys its flushes code) and, for the coded formats, the
 // fp16 attention sink of each slot in device memory, with the same spec, flush policy and page
 // metadata as a PagedKvCache over the same codec and sink. the cuda model appends and attends on
 // the device itself; the host Append / Attend of KvCache are not offered (they abort).
@@ -11,15 +12,17 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "runtime/codebook_file.h"
+#include "runtime/commvq_codebooks.h"
 #include "runtime/kv_cache.h"
 #include "runtime/vecinfer_codec.h"
 
 namespace vqserve {
 
-enum class CudaKvFormat { kFp16, kKivi, kVecInfer };
+enum class CudaKvFormat { kFp16, kKivi, kVecInfer, kCommVq };
 
 // a vecinfer cache's constants in device memory, all layers, laid out as VecInferCodebooks:
 // lambda (layers, H, D); k_centroids (layers, g, D / k_sub_dim, 2^k_code_bits, k_sub_dim); v
@@ -34,6 +37,20 @@ struct CudaVecInferConstants {
   int v_code_bits = 8;
   bool per_head = false;  // g = num_kv_heads, else 1
   bool hadamard = true;
+};
+
+// a commvq cache's constants in device memory, all layers, the rounds in use only:
+// key_books (layers, H, key_rounds, 64, D / 2, 2), value_books (layers, H, value_rounds, D / 8,
+// 256, 8) fp32; rope_freqs (D / 2) theta_j = float32(theta^(-2j/D)) of the books' rope base.
+struct CudaCommVqConstants {
+  const float* key_books = nullptr;
+  const float* value_books = nullptr;
+  const float* rope_freqs = nullptr;
+  int key_rounds = 0;
+  int value_rounds = 0;
+  float rope_theta = 10000.0f;
+  int64_t key_head_stride = 0;    // floats: key_rounds * 64 * D
+  int64_t value_head_stride = 0;  // floats: value_rounds * 256 * D
 };
 
 class CudaKvCache : public KvCache {
@@ -53,7 +70,8 @@ class CudaKvCache : public KvCache {
 
   // device layout: page j's slice of `layer` at pages() + j * spec().page_bytes +
   // layer * layer_page_bytes(); ring rows of (layer, slot) at ring(layer, which) +
-  // slot * ring_slot_stride() (which 0: k after rope, 1: v), ring_tokens() rows of H * D;
+  // slot * ring_slot_stride() (which 0: k after rope, 1: v, 2: k before rope for codecs that
+  // code pre-rope keys (commvq; null otherwise)), ring_tokens() rows of H * D;
   // sink rows of (layer, slot) at sink(layer, which) + slot * sink_slot_stride(),
   // spec().sink_tokens rows of H * D (null when the sink is 0).
   uint8_t* pages() const { return pages_; }
@@ -68,6 +86,8 @@ class CudaKvCache : public KvCache {
   int kivi_bits() const { return kivi_bits_; }
   // vecinfer only.
   const CudaVecInferConstants& vecinfer() const { return vecinfer_; }
+  // commvq only.
+  const CudaCommVqConstants& commvq() const { return commvq_; }
 
  private:
   friend absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKvCache(const KvShape&, int, int);
@@ -75,9 +95,14 @@ class CudaKvCache : public KvCache {
       std::shared_ptr<const VecInferCodebooks>, int, int, int);
   friend absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKiviKvCache(const KvShape&, int,
                                                                           int, int, int);
+  friend absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaCommVqKvCache(
+      std::shared_ptr<const CommVqCodebooks>, int, int, int, int, int);
   CudaKvCache() = default;
   // sizes and spec of a cache holding `codec`'s pages (format_ set by the caller); the sink is
-  // rounded down to pages as PagedKvCache does (0 for codecs without a residual ring).
+  // rounded down to pages as PagedKvCache does (0 for codecs without a residual ring), and the
+  // ring holds pre-rope keys too when the codec needs them.
+  // uploads `floats` to a new device array kept in constants_ (one per cache).
+  absl::Status UploadConstants(const std::vector<float>& floats);
   void InitSpec(const KvCodec& codec, const KvShape& shape, int num_pages, int num_slots,
                 int sink_tokens = 0);
   // allocates pages, rings and sinks for spec_ (page_bytes, slot_bytes) and the counts.
@@ -86,7 +111,8 @@ class CudaKvCache : public KvCache {
   CudaKvFormat format_ = CudaKvFormat::kFp16;
   int kivi_bits_ = 0;
   CudaVecInferConstants vecinfer_;
-  float* constants_ = nullptr;  // device: lambda, k then v centroids
+  CudaCommVqConstants commvq_;
+  float* constants_ = nullptr;  // device: vecinfer lambda, k, v centroids; commvq books, freqs
 
   KvShape shape_;
   KvCacheSpec spec_;
@@ -94,9 +120,10 @@ class CudaKvCache : public KvCache {
   int num_slots_ = 0;
   int ring_tokens_ = 0;
   size_t layer_page_bytes_ = 0;
-  int64_t ring_slot_stride_ = 0;  // fp16 elements: 2 arrays x ring_tokens x H x D
+  int ring_arrays_ = 2;           // k, v (+ k before rope)
+  int64_t ring_slot_stride_ = 0;  // fp16 elements: ring_arrays x ring_tokens x H x D
   uint8_t* pages_ = nullptr;      // device
-  uint16_t* rings_ = nullptr;     // device: (layer, slot, k|v, ring_tokens, H, D)
+  uint16_t* rings_ = nullptr;     // device: (layer, slot, k|v|k pre-rope, ring_tokens, H, D)
   int64_t sink_slot_stride_ = 0;  // fp16 elements: 2 arrays x sink_tokens x H x D
   uint16_t* sinks_ = nullptr;     // device: (layer, slot, k|v, sink_tokens, H, D)
 };
@@ -119,9 +146,16 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKiviKvCache(const KvShape& 
                                                                 int num_pages, int num_slots,
                                                                 int sink_tokens = 0);
 
-// ok when the cuda runtime can hold codec `name` ("fp16", "kivi-k2v2", "kivi-k4v4" and the
-// vecinfer widths above) for kv heads of `head_dim` (64 or 128; 0: not checked); else one line
-// saying which codecs it holds. needs no device.
+// a "commvq-2" / "commvq-1" cache over the first key_rounds / value_rounds rounds of `books`
+// (CommVqOptionsForName; CheckCommVqCodec must pass), the books in device memory, the sink as
+// above.
+absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaCommVqKvCache(
+    std::shared_ptr<const CommVqCodebooks> books, int key_rounds, int value_rounds,
+    int num_pages, int num_slots, int sink_tokens = 0);
+
+// ok when the cuda runtime can hold codec `name` ("fp16", "kivi-k2v2", "kivi-k4v4", the
+// vecinfer widths above, "commvq-2", "commvq-1") for kv heads of `head_dim` (64 or 128; 0: not
+// checked); else one line saying which codecs it holds. needs no device.
 absl::Status CudaKvCodecSupported(const std::string& name, int head_dim = 0);
 
 // the cache of codec `name` for `shape` (codebooks: the artifact calibrated for it, or null),

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <initializer_list>
 #include <vector>
 
@@ -26,6 +27,7 @@
 #include "kernels/cuda/random_fill.h"
 #include "kernels/cpu/rope.h"
 #include "runtime/cuda_coded_step.h"
+#include "runtime/cuda_commvq_step.h"
 #include "runtime/cuda_device_array.h"
 #include "runtime/cuda_graph_cache.h"
 #include "runtime/cuda_kivi_step.h"
@@ -113,9 +115,11 @@ class CudaLlamaModel : public LlamaModel {
   // step activations, grown on demand.
   DeviceArray<int32_t> meta_;
   DeviceArray<float> x_, qkv_, att_, gu_, logits_, workspace_;
+  DeviceArray<float> kv_pre_;  // commvq: (n, k | v) before rope, what its flushes code
   DeviceArray<__half> xn_, att16_, h_;
-  CudaCodedStep coded_;  // flushes, sink and gathers of vecinfer and kivi caches
+  CudaCodedStep coded_;  // flushes, sink and gathers of vecinfer, kivi and commvq caches
   CudaVecInferStep vecinfer_;
+  CudaCommVqStep commvq_;
   DeviceArray<uint8_t> blas_workspace_;
   // decode steps without page flushes replay a captured graph (runtime/cuda_graph_cache.h).
   bool use_graphs_ = CudaGraphsDefault();
@@ -317,7 +321,9 @@ void CudaLlamaModel::ForwardOneCache(std::span<const ForwardSeq> batch,
   meta_.UploadAsync(meta, stream_);
   const bool vecinfer = cache->format() == CudaKvFormat::kVecInfer;
   const bool kivi = cache->format() == CudaKvFormat::kKivi;
-  if (vecinfer || kivi) coded_.Plan(*cache, cached, num_new, tables, stride, stream_);
+  const bool commvq = cache->format() == CudaKvFormat::kCommVq;
+  const bool coded = vecinfer || kivi || commvq;
+  if (coded) coded_.Plan(*cache, cached, num_new, tables, stride, stream_);
   const int32_t* d = meta_.data();
   const int32_t *d_ids = d, *d_seq = d + n, *d_pos = d + 2 * n;
   const int32_t *d_slots = d + 3 * n, *d_cached = d_slots + b_count, *d_before = d_cached + b_count,
@@ -331,6 +337,7 @@ void CudaLlamaModel::ForwardOneCache(std::span<const ForwardSeq> batch,
   att16_.Reserve(size_t(n) * qd);
   gu_.Reserve(size_t(n) * 2 * ffn);
   h_.Reserve(size_t(n) * ffn);
+  if (commvq) kv_pre_.Reserve(size_t(n) * 2 * kvd);
 
   cuda::PagedKvStep step;
   step.num_tokens = n;
@@ -400,17 +407,27 @@ void CudaLlamaModel::ForwardOneCache(std::span<const ForwardSeq> batch,
                                     c.rms_eps, stream_),
             "attn norm");
       Gemm(xn_.data(), w.wqkv.data(), qkv_.data(), n, hid, qkvd, false);
+      if (commvq) {  // k and v before rope (adjacent in a qkv row), for the flushes
+        CheckCuda(cudaMemcpy2DAsync(kv_pre_.data(), 2 * kvd * sizeof(float), qkv_.data() + qd,
+                                    qkvd * sizeof(float), 2 * kvd * sizeof(float), n,
+                                    cudaMemcpyDeviceToDevice, stream_),
+                  "pre-rope keys");
+      }
       Check(cuda::LaunchRope(qkv_.data(), qkvd, n, nh, hd, rope_half_, d_pos, rope_freqs_.data(),
                              stream_),
             "rope q");
       Check(cuda::LaunchRope(qkv_.data() + qd, qkvd, n, nkv, hd, rope_half_, d_pos,
                              rope_freqs_.data(), stream_),
             "rope k");
-      if (vecinfer || kivi) {
+      if (coded) {
         dp.layer_offset = step.layer_offset;
         dp.res_k = step.ring_k;
         dp.res_v = step.ring_v;
-        if (vecinfer) {
+        if (commvq) {
+          Check(commvq_.Layer(*cache, l, coded_, step, qkv_.data(), qkvd, kv_pre_.data(), nh,
+                              att_.data(), qd, all_single, dp, stream_),
+                "commvq kv");
+        } else if (vecinfer) {
           Check(vecinfer_.Layer(*cache, l, coded_, step, qkv_.data(), qkvd, nh, att_.data(), qd,
                                 all_single, dp, stream_),
                 "vecinfer kv");
@@ -454,22 +471,28 @@ void CudaLlamaModel::ForwardOneCache(std::span<const ForwardSeq> batch,
     }
   };  // launches
   // a decode step without page flushes: key = every host value and pointer baked into launches.
-  if (use_graphs_ && all_single && max_flush == 0 &&
-      (!(vecinfer || kivi) || coded_.flush_count() == 0)) {
+  if (use_graphs_ && all_single && max_flush == 0 && (!coded || coded_.flush_count() == 0)) {
     const CudaVecInferConstants& vc = cache->vecinfer();
+    const CudaCommVqConstants& cq = cache->commvq();
     std::vector<int64_t> key = {n, b_count, stride, r, max_coded, int64_t(cache->format()),
                                 spec.page_tokens, spec.sink_tokens, int64_t(spec.page_bytes),
                                 cache->ring_slot_stride(), cache->ring_tokens(),
                                 cache->sink_slot_stride(), cache->kivi_bits(), vc.k_sub_dim,
-                                vc.v_sub_dim, vc.per_head, vc.hadamard};
+                                vc.v_sub_dim, vc.per_head, vc.hadamard, cq.key_rounds,
+                                cq.value_rounds, cq.key_head_stride, cq.value_head_stride};
+    float theta = cq.rope_theta;  // the bits of the commvq rope base
+    int32_t theta_bits = 0;
+    std::memcpy(&theta_bits, &theta, sizeof(theta_bits));
+    key.push_back(theta_bits);
     for (const void* p : std::initializer_list<const void*>{
              cache, cache->pages(), cache->ring(0, 0), cache->sink(0, 0), vc.lambda,
              vc.k_centroids, vc.v_centroids, meta_.data(), x_.data(), xn_.data(), qkv_.data(),
              att_.data(), att16_.data(), gu_.data(), h_.data(), workspace_.data(), logits_.data(),
-             vecinfer_.q_tilde()}) {
+             vecinfer_.q_tilde(), cq.key_books, cq.value_books, cq.rope_freqs, cache->ring(0, 2),
+             kv_pre_.data()}) {
       key.push_back(reinterpret_cast<intptr_t>(p));
     }
-    if (vecinfer || kivi) coded_.AppendGraphKey(&key);
+    if (coded) coded_.AppendGraphKey(&key);
     Check(graphs_.Run(key, stream_, launches), "cuda graph");
   } else {
     launches();

@@ -32,6 +32,26 @@ VecInferCodebooks RandomVecInferCodebooks(const KvShape& shape, const VecInferOp
   return cb;
 }
 
+CommVqCodebooks RandomCommVqCodebooks(const KvShape& shape, float rope_theta, int key_rounds,
+                                      int value_rounds, uint64_t seed) {
+  CommVqCodebooks b = *CommVqCodebooks::Create(shape, rope_theta, key_rounds, value_rounds);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int l = 0; l < shape.num_layers; ++l) {
+    for (int h = 0; h < shape.num_kv_heads; ++h) {
+      for (int r = 0; r < key_rounds; ++r) {
+        float* k = b.mutable_key_book(l, h, r);
+        for (size_t i = 0; i < b.key_book_floats(); ++i) k[i] = 0.1f * u(rng);
+      }
+      for (int r = 0; r < value_rounds; ++r) {
+        float* v = b.mutable_value_book(l, h, r);
+        for (size_t i = 0; i < b.value_book_floats(); ++i) v[i] = u(rng);
+      }
+    }
+  }
+  return b;
+}
+
 #if VQSERVE_WITH_CUDA
 
 absl::Status FillCudaKvCacheRandom(CudaKvCache& cache, uint64_t seed) {

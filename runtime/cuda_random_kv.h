@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "runtime/commvq_codebooks.h"
 #include "runtime/cuda_kv_cache.h"
 #include "runtime/kv_cache.h"
 #include "runtime/vecinfer_codec.h"
@@ -18,8 +19,15 @@ namespace vqserve {
 VecInferCodebooks RandomVecInferCodebooks(const KvShape& shape, const VecInferOptions& options,
                                           uint64_t seed);
 
+// commvq codebooks of `shape` with `key_rounds` / `value_rounds` rounds and rope base
+// `rope_theta`: key entries uniform in [-0.1, 0.1), value centroids in [-1, 1), deterministic in
+// `seed`; valid for MakeCudaCommVqKvCache. needs no device.
+CommVqCodebooks RandomCommVqCodebooks(const KvShape& shape, float rope_theta, int key_rounds,
+                                      int value_rounds, uint64_t seed);
+
 // fills every page and residual ring of `cache` on the device: fp16 pages and rings with
-// finite values uniform in [-1, 1), vecinfer pages with uniform random 8-bit codes. any
+// finite values uniform in [-1, 1) (commvq pages the same bits: any 12-bit and 8-bit code is
+// valid, the scales finite), vecinfer pages with uniform random 8-bit codes. any
 // sequence may then claim any pages and slot with any num_cached. an error without cuda.
 absl::Status FillCudaKvCacheRandom(CudaKvCache& cache, uint64_t seed);
 

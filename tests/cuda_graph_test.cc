@@ -1,10 +1,11 @@
 // cuda graphs for decode steps (runtime/cuda_graph_cache.h): three sequences of different
 // prompt lengths, prefilled, then decoded greedily together for 210 steps (crossing page
 // flushes of every sequence, which run eagerly between graph replays), give the same tokens and
-// logits with graphs as without, over fp16, kivi-k2v2 and vecinfer-k2v2 (sink 0 and 32) kv
-// caches, and most steps replayed a graph. skips itself without a cuda device, the model
-// (VQSERVE_MODEL) or, for vecinfer, a vecinfer-k2v2 artifact for it (VQSERVE_VQCB, else
-// tests/util CodebookPath).
+// logits with graphs as without (bitwise; commvq within 1e-3 of the logit range, its decode
+// kernel's atomics being order-dependent), over fp16, kivi-k2v2, vecinfer-k2v2 (sink 0 and 32)
+// and commvq-2 (sink 32) kv caches, and most steps replayed a graph. skips itself without a cuda
+// device, the model (VQSERVE_MODEL) or, for vecinfer / commvq, an artifact for it (VQSERVE_VQCB /
+// VQSERVE_CVQCB, else tests/util CodebookPath).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -85,10 +86,11 @@ class CudaGraphTest : public ::testing::TestWithParam<std::pair<std::string, int
     if (path.empty()) GTEST_SKIP() << "no model in models/ (and VQSERVE_MODEL unset)";
     codec_ = GetParam().first;
     if (codec_ != "fp16" && codec_.rfind("kivi-", 0) != 0) {
-      const char* env = std::getenv("VQSERVE_VQCB");
+      const char* var = codec_.rfind("commvq-", 0) == 0 ? "VQSERVE_CVQCB" : "VQSERVE_VQCB";
+      const char* env = std::getenv(var);
       const std::string vqcb =
           env != nullptr && *env != '\0' ? std::string(env) : testing::CodebookPath(codec_);
-      if (vqcb.empty()) GTEST_SKIP() << "no " << codec_ << " codebooks (set VQSERVE_VQCB)";
+      if (vqcb.empty()) GTEST_SKIP() << "no " << codec_ << " codebooks (set " << var << ")";
       auto book = CodebookFile::Load(vqcb);
       ASSERT_TRUE(book.ok()) << book.status();
       book_ = std::make_unique<CodebookFile>(std::move(*book));
@@ -155,14 +157,19 @@ TEST_P(CudaGraphTest, DecodeWithGraphsEqualsEager) {
       static_cast<long long>(replays), equal, eager.tokens.size(), worst, range,
       worst == 0.0 ? ", bitwise equal" : "");
   EXPECT_EQ(equal, static_cast<int>(eager.tokens.size()));
-  EXPECT_LE(worst, 1e-4 * std::max(range, 1.0));
+  // the commvq decode kernel sums its value histograms with shared-memory float atomics, so two
+  // eager runs differ in the last bits as well, and an fp16 rounding or a near-tied code of a
+  // later flush can carry that on (runCV1: 0.0142 over a max |logit| of 78).
+  const double tolerance = codec_.rfind("commvq-", 0) == 0 ? 1e-3 : 1e-4;
+  EXPECT_LE(worst, tolerance * std::max(range, 1.0));
 }
 
 INSTANTIATE_TEST_SUITE_P(Codecs, CudaGraphTest,
                          ::testing::Values(std::make_pair(std::string("fp16"), 0),
                                            std::make_pair(std::string("kivi-k2v2"), 32),
                                            std::make_pair(std::string("vecinfer-k2v2"), 0),
-                                           std::make_pair(std::string("vecinfer-k2v2"), 32)),
+                                           std::make_pair(std::string("vecinfer-k2v2"), 32),
+                                           std::make_pair(std::string("commvq-2"), 32)),
                          [](const auto& info) {
                            std::string name =
                                info.param.first + "_sink" + std::to_string(info.param.second);

@@ -226,10 +226,10 @@ TEST(CudaKvCacheForCodec, RefusesWhatTheGpuCannotHold) {
   for (const char* ok : {"fp16", "kivi-k2v2", "kivi-k4v4", "vecinfer-k2v2", "vecinfer-k4v4",
                          "vecinfer-k2v1", "vecinfer-k1v1", "vecinfer-k2v2-perhead",
                          "vecinfer-k2v2-nohadamard", "vecinfer-k3v3", "vecinfer-k4v2",
-                         "vecinfer-k1.5v1.5", "vecinfer-k2v1.5-perhead"}) {
+                         "vecinfer-k1.5v1.5", "vecinfer-k2v1.5-perhead", "commvq-2", "commvq-1"}) {
     EXPECT_TRUE(CudaKvCodecSupported(ok, 64).ok()) << ok;
   }
-  for (const char* bad : {"kivi-k3v3", "vecinfer-k5v5", "nonsense"}) {
+  for (const char* bad : {"kivi-k3v3", "commvq-3", "vecinfer-k5v5", "nonsense"}) {
     EXPECT_FALSE(CudaKvCodecSupported(bad, 128).ok()) << bad;
   }
   EXPECT_FALSE(CudaKvCodecSupported("fp16", 96).ok());

@@ -10,12 +10,15 @@
 //   __device__ void Token(const uint8_t* slice, int kvh, int jj, const float* qc, int lane,
 //                         int per, float* dot, float* vals) const;
 // token jj of the page layer slice: *dot = this lane's part of <qc, key> over dims
-// lane + 32 e (e < per), vals[e] = the value's dim lane + 32 e.
+// lane + 32 e (e < per), vals[e] = the value's dim lane + 32 e. a reader with
+// `static constexpr bool kTakesPosition = true` gets the token's absolute position instead of
+// jj (its page index is position % page_tokens): codes whose keys rotate with it (commvq).
 
 #include <cuda_fp16.h>
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "kernels/cuda/paged_kv_step.h"
 
@@ -26,6 +29,13 @@ inline constexpr int kPrefillMaxPerLane = 4;  // head_dim <= 128
 
 __device__ inline float PrefillHalfBits(uint16_t b) { return __half2float(__ushort_as_half(b)); }
 __device__ inline float PrefillRoundHalf(float x) { return __half2float(__float2half_rn(x)); }
+
+// whether a Reader takes absolute positions (Reader::kTakesPosition, see above).
+template <class Reader, class = void>
+struct ReaderTakesPosition : std::false_type {};
+template <class Reader>
+struct ReaderTakesPosition<Reader, std::void_t<decltype(Reader::kTakesPosition)>>
+    : std::bool_constant<Reader::kTakesPosition> {};
 
 // CodedTokens() of runtime/kv_cache.h.
 __device__ inline int CodedTokensDev(int residual, int page, int n) {
@@ -87,7 +97,11 @@ __global__ void CodedPrefillKernel(const PagedKvStep s, const Reader rd, int res
   for (int j = in_sink; j < in_pages; ++j) {
     const uint8_t* slice = s.pages + table[j / P] * s.page_stride + s.layer_offset;
     float dot = 0.0f, vals[kPrefillMaxPerLane];
-    rd.Token(slice, kvh, j % P, qcv, lane, per, &dot, vals);
+    if constexpr (ReaderTakesPosition<Reader>::value) {
+      rd.Token(slice, kvh, j, qcv, lane, per, &dot, vals);
+    } else {
+      rd.Token(slice, kvh, j % P, qcv, lane, per, &dot, vals);
+    }
     fold(dot, vals);
   }
   // fp16: positions [in_pages, pos], from the ring or from the step's new rows.

@@ -78,6 +78,9 @@ __global__ void __launch_bounds__(kCvqThreads, 1)
   const int32_t* table = p.block_tables + b * p.block_table_stride;
   const int ntiles = (t1 - t0 + kCvqTile - 1) / kCvqTile;
   const int page0 = t0 / 32, page_end = (t1 + 31) / 32;
+  // with an attention sink the coded pages start at position sink_lens[b] (page-aligned): the
+  // rotation angles use the true positions.
+  const int pos0 = p.sink_lens != nullptr ? p.sink_lens[b] : 0;
 
   // a tile's copies: per page 4 chunks of scales, 3R of key codes, 8 rv of this block's value
   // codes (16 bytes each).
@@ -182,7 +185,7 @@ __global__ void __launch_bounds__(kCvqThreads, 1)
       // p0 theta_j is exact in double (17 x 24 bits); reduce it mod 2 pi there, then a float
       // sincos of |r| <= pi (no slow large-argument path on the tile's critical path).
       const int pg = (tid - kCvqTile) / kCvqPairs;
-      const double a = static_cast<double>(tile_t0 + pg * 32) * base_theta;
+      const double a = static_cast<double>(pos0 + tile_t0 + pg * 32) * base_theta;
       const double k = rint(a * 0.15915494309189535);
       const double r = fma(-k, 6.123233995736766e-17 * 4.0, fma(-k, 6.283185307179586, a));
       float s, c;

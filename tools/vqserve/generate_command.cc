@@ -1,5 +1,6 @@
-// `vqserve generate`: runs the model (cpu, or cuda with --device cuda) on one prompt and streams
-// the text to stdout.
+// `vqserve generate`: runs the model (cpu, or cuda with --device cuda) on one prompt with a kv
+// cache of --kv-codec (fp16 by default; coded codecs with their --codebooks) and streams the text
+// to stdout.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -8,12 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "runtime/cuda_kv_cache.h"
 #include "runtime/cuda_llama_model.h"
 #include "runtime/fp16_codec.h"
 #include "runtime/llama_model.h"
 #include "runtime/paged_kv_cache.h"
 #include "runtime/sampler.h"
+#include "tools/vqserve/codec_choice.h"
 #include "tools/vqserve/command.h"
 
 namespace vqserve::cli {
@@ -22,7 +25,8 @@ namespace {
 constexpr char kUsage[] =
     "usage: vqserve generate [--model PATH] --prompt TEXT [--chat] [--max-tokens N]\n"
     "         [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--repetition-penalty R]\n"
-    "         [--seed S] [--threads N] [--fp32] [--device cpu|cuda]\n";
+    "         [--seed S] [--threads N] [--fp32] [--device cpu|cuda]\n"
+    "         [--kv-codec C (default fp16) --codebooks FILE.vqcb] [--kv-sink-tokens N (32)]\n";
 
 struct GenerateFlags {
   std::string model = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
@@ -32,6 +36,9 @@ struct GenerateFlags {
   bool fp32 = false;  // fp32 weights for decode steps too (no q4/q8 blocks)
   int max_tokens = 128;
   int threads = 0;
+  std::string kv_codec = "fp16";
+  std::string codebooks;  // artifact(s) for kv_codec, comma-separated
+  int sink_tokens = 32;   // as serve's --kv-sink-tokens (fp16 has none)
   SamplingParams sampling;
 };
 
@@ -58,7 +65,8 @@ bool ParseFlags(int argc, char** argv, GenerateFlags* f) {
       std::exit(0);
     } else if (a == "--model" || a == "--prompt" || a == "--max-tokens" || a == "--temperature" ||
                a == "--top-p" || a == "--top-k" || a == "--min-p" || a == "--seed" ||
-               a == "--threads" || a == "--repetition-penalty" || a == "--device") {
+               a == "--threads" || a == "--repetition-penalty" || a == "--device" ||
+               a == "--kv-codec" || a == "--codebooks" || a == "--kv-sink-tokens") {
       if (!value(&v)) return false;
       if (a == "--model") f->model = v;
       if (a == "--prompt") f->prompt = v, have_prompt = true;
@@ -71,6 +79,9 @@ bool ParseFlags(int argc, char** argv, GenerateFlags* f) {
       if (a == "--seed") f->sampling.seed = std::strtoull(v, nullptr, 10);
       if (a == "--threads") f->threads = std::atoi(v);
       if (a == "--device") f->device = v;
+      if (a == "--kv-codec") f->kv_codec = v;
+      if (a == "--codebooks") f->codebooks = v;
+      if (a == "--kv-sink-tokens") f->sink_tokens = std::atoi(v);
     } else {
       std::fprintf(stderr, "vqserve generate: unknown flag '%s'\n%s", a.c_str(), kUsage);
       return false;
@@ -115,20 +126,26 @@ int RunGenerate(int argc, char** argv) {
                  context, m.config().context_length);
     return 2;
   }
-  // an fp16 cache in host memory, or in device memory for the cuda model.
+  // a --kv-codec cache in host memory, or in device memory for the cuda model; fp16's page
+  // count (no residual window) bounds every codec's.
   const int pages = PagesForTokens(MakePagedKvCache(MakeFp16Codec(m.kv_shape()), 0, 1)->spec(),
                                    context) + 1;
-  std::unique_ptr<KvCache> cache;
   if (cuda) {
-    auto c = MakeCudaKvCache(m.kv_shape(), pages, 1);
-    if (!c.ok()) {
-      std::fprintf(stderr, "vqserve generate: %s\n", std::string(c.status().message()).c_str());
-      return 1;
+    if (absl::Status st = CudaKvCodecSupported(flags.kv_codec, m.config().head_dim); !st.ok()) {
+      std::fprintf(stderr, "vqserve generate: --kv-codec with --device cuda: %s\n",
+                   std::string(st.message()).c_str());
+      return 2;
     }
-    cache = std::move(*c);
-  } else {
-    cache = MakePagedKvCache(MakeFp16Codec(m.kv_shape()), pages, 1);
   }
+  absl::StatusOr<KvCacheMaker> maker = MakeKvCacheMaker(flags.model, m.kv_shape(), flags.codebooks,
+                                                        flags.device, flags.sink_tokens);
+  absl::StatusOr<std::unique_ptr<KvCache>> made =
+      maker.ok() ? (*maker)(flags.kv_codec, pages, 1) : maker.status();
+  if (!made.ok()) {
+    std::fprintf(stderr, "vqserve generate: %s\n", std::string(made.status().message()).c_str());
+    return 1;
+  }
+  std::unique_ptr<KvCache> cache = std::move(*made);
   std::vector<int32_t> blocks(pages);
   for (int i = 0; i < pages; ++i) blocks[i] = i;
 
