@@ -42,7 +42,6 @@ absl::Status CudaKvCodecSupported(const std::string& name, int head_dim) {
     absl::StatusOr<PqSpec> k = o.ok() ? PqSpecForBits(o->k_bits) : o.status();
     absl::StatusOr<PqSpec> v = o.ok() ? PqSpecForBits(o->v_bits) : o.status();
     ok = k.ok() && v.ok();  // every width: the decode dispatch picks the kernel
-
   }
   if (ok) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat("kv codec '", name, "' cannot be held by the "
