@@ -33,6 +33,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/dense_attention.cuh"
 #include "kernels/cuda/kivi_staged_decode.h"
+#include "kernels/cuda/mma_ops.cuh"
 
 namespace vqserve::cuda {
 namespace kivi_staged {
@@ -90,9 +91,6 @@ __device__ __forceinline__ int ValueSwizzle(int t) {
 
 __device__ __forceinline__ __half2 AsHalf2(uint32_t x) { return *reinterpret_cast<__half2*>(&x); }
 __device__ __forceinline__ uint32_t AsU32(__half2 h) { return *reinterpret_cast<uint32_t*>(&h); }
-__device__ __forceinline__ uint32_t PackHalf2(float lo, float hi) {
-  return AsU32(__floats2half2_rn(lo, hi));
-}
 // (x, y) = hi + lo with hi, lo fp16 pairs.
 __device__ __forceinline__ void SplitHalf2(float x, float y, uint32_t* hi, uint32_t* lo) {
   const __half2 h = __floats2half2_rn(x, y);
@@ -112,15 +110,6 @@ __device__ __forceinline__ uint32_t Biased(uint32_t w, int sh) {
   return ((w >> sh) & kMask) | 0x64006400u;
 }
 
-// c (16 x 8 fp32) += a (16 x 16 fp16, row) . b (16 x 8 fp16, col).
-__device__ __forceinline__ void Mma(float* c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                    uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
 
 // copies kv head kvh's part of the page slice at `slice` (num_kv_heads H) into buffer st: the
 // 4 header segments, k codes, v codes with swizzled rows. one warp; commits nothing.
@@ -285,7 +274,7 @@ __global__ void __launch_bounds__(kThreads, kKiviStagedBlocksPerSm)
         }
       }
 #pragma unroll
-      for (int nt = 0; nt < 4; ++nt) Mma(sc[nt], qa.x, qa.y, qa.z, qa.w, kb[0][nt], kb[1][nt]);
+      for (int nt = 0; nt < 4; ++nt) Mma16816(sc[nt], qa.x, qa.y, qa.z, qa.w, kb[0][nt], kb[1][nt]);
     }
 
     // online softmax of head g (lanes 4 g .. 4 g + 3 hold its 32 tokens).
@@ -382,7 +371,7 @@ __global__ void __launch_bounds__(kThreads, kKiviStagedBlocksPerSm)
             a[e][0] = Dequant(__byte_perm(ma, mb, 0x5410), vs2, vm2);  // row g
             a[e][1] = Dequant(__byte_perm(ma, mb, 0x7632), vs2, vm2);  // row g + 8
           }
-          Mma(acc[m], a[0][0], a[0][1], a[1][0], a[1][1], pb[2 * kv], pb[2 * kv + 1]);
+          Mma16816(acc[m], a[0][0], a[0][1], a[1][0], a[1][1], pb[2 * kv], pb[2 * kv + 1]);
         }
       }
     }

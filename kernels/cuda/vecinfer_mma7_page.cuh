@@ -14,6 +14,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/decode_attention.h"
 #include "kernels/cuda/decode_attention_common.cuh"
+#include "kernels/cuda/mma_ops.cuh"
 
 namespace vqserve::cuda::mma7 {
 
@@ -29,20 +30,7 @@ inline constexpr size_t kSmemBytes = 232448;        // all of the sm_90 opt-in m
 static_assert(kWarps * 4 * (kDim + 2) * 4 <= kBookBytes, "merge smem");
 static_assert(4 * kPRow * 2 <= kPageCodes, "probabilities fit the k-code half of a stage");
 
-__device__ __forceinline__ uint32_t PackHalf2(float x, float y) {
-  __half2 h = __floats2half2_rn(x, y);
-  return *reinterpret_cast<uint32_t*>(&h);
-}
 
-// c (16 x 8 fp32) += a (16 x 16 fp16, row) . b (16 x 8 fp16, col).
-__device__ __forceinline__ void Mma16816(float* c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                         uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
 
 // byte offset code * 256 + moff of entry (code, m) in a code-major book, code = byte `b` of
 // word w: one prmt with sel = 0x7604 | b << 4 and moff = m * 8 (< 256) in the low byte.

@@ -23,6 +23,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/decode_attention_instances.h"
 #include "kernels/cuda/dense_attention.cuh"
+#include "kernels/cuda/mma_ops.cuh"
 
 namespace vqserve::cuda {
 namespace {
@@ -41,11 +42,6 @@ static_assert(DenseSmem<kDim, 4, kMmaThreads>::kFloats * 4 <= kMmaSmemBytes, "re
 static_assert(kMmaWarps * 4 * (kDim + 2) * 4 <= kMmaWarps * kWStages * kStageBytes, "merge smem");
 static_assert(8 * kPRow * 2 <= kPageCodes, "probabilities fit the k-code half of a stage");
 
-// two floats -> packed fp16 pair (x in the low half).
-__device__ inline uint32_t PackHalf2(float x, float y) {
-  __half2 h = __floats2half2_rn(x, y);
-  return *reinterpret_cast<uint32_t*>(&h);
-}
 // fp16 rounding of x, or the fp16 rounding of what that rounding missed.
 __device__ inline float HiOrLo(float x, bool lo) {
   const float hi = __half2float(__float2half_rn(x));
@@ -54,15 +50,6 @@ __device__ inline float HiOrLo(float x, bool lo) {
 // byte k of w (zero-extended).
 __device__ inline uint32_t ByteOf(uint32_t w, int k) { return __byte_perm(w, 0u, 0x4440 + k); }
 
-// c (16 x 8 fp32) += a (16 x 16 fp16, row) . b (16 x 8 fp16, col).
-__device__ inline void Mma16816(float* c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
 
 // q_tilde (batch, num_heads, 128) fp32; codebooks (32, 256, 4) fp32 per kv head; pages per
 // docs/kv_formats.md; writes workspace partials (batch, num_heads, splits + 1, 128 + 2).
