@@ -32,6 +32,10 @@ void CudaCodedStep::Plan(const CudaKvCache& cache, const std::vector<int32_t>& n
     max_coded_after_sink_ = std::max(max_coded_after_sink_, coded_after_sink[j]);
     start += num_new[j];
   }
+  page_offsets_.resize(page_ids_.size());
+  for (size_t f = 0; f < page_ids_.size(); ++f) {
+    page_offsets_[f] = static_cast<int64_t>(page_ids_[f]) * static_cast<int64_t>(spec.page_bytes);
+  }
   flush.insert(flush.end(), starts.begin(), starts.end());
   flush.insert(flush.end(), coded_after_sink.begin(), coded_after_sink.end());
   flush.insert(flush.end(), sink_lens.begin(), sink_lens.end());

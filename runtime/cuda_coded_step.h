@@ -43,6 +43,9 @@ class CudaCodedStep {
 
   int flush_count() const { return static_cast<int>(page_ids_.size()); }
   int32_t flush_page_id(int f) const { return page_ids_[f]; }
+  // (num flushes) byte offset of each flushed page from the pool's base (id * page_bytes), in
+  // host memory, as the batched encoders take them.
+  const int64_t* flush_offsets() const { return page_offsets_.data(); }
   // flush f's gathered page: (page_tokens, H, D) fp32 of fp16-rounded values.
   const float* staged_k(int f) const { return stage_k_.data() + page_floats_ * f; }
   const float* staged_v(int f) const { return stage_v_.data() + page_floats_ * f; }
@@ -63,6 +66,7 @@ class CudaCodedStep {
   int sink_tokens_ = 0, page_tokens_ = 32, max_coded_after_sink_ = 0;
   size_t page_floats_ = 0;
   std::vector<int32_t> page_ids_;  // (num flushes) page id of each flush
+  std::vector<int64_t> page_offsets_;  // (num flushes) its byte offset
   // flushes (count, 3), step token starts (batch), coded tokens after the sink (batch), sink
   // tokens held (batch).
   DeviceArray<int32_t> meta_;

@@ -61,11 +61,7 @@ std::string CudaCommVqStep::Layer(const CudaKvCache& cache, int layer, const Cud
     ep.num_kv_heads = H;
     ep.head_dim = D;
     ep.dst = step.pages + step.layer_offset;
-    flush_offsets_.resize(coded.flush_count());
-    for (int f = 0; f < coded.flush_count(); ++f) {
-      flush_offsets_[f] = static_cast<int64_t>(coded.flush_page_id(f)) * step.page_stride;
-    }
-    err = cuda::LaunchCommVqEncodePages(ep, flush_offsets_.data(), coded.flush_count(), stream);
+    err = cuda::LaunchCommVqEncodePages(ep, coded.flush_offsets(), coded.flush_count(), stream);
     if (!err.empty()) return err;
   }
   // 2. attention, then the ring appends (k, v after rope; k before rope).

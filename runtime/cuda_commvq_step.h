@@ -37,7 +37,6 @@ class CudaCommVqStep {
                     bool decode, cuda::DecodeAttentionParams dp, cudaStream_t stream);
 
  private:
-  std::vector<int64_t> flush_offsets_;  // byte offsets of the pages flushed this layer
 };
 
 }  // namespace vqserve

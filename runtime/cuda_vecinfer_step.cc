@@ -65,11 +65,7 @@ std::string CudaVecInferStep::Layer(const CudaKvCache& cache, int layer,
     ep.num_kv_heads = H;
     ep.head_dim = D;
     ep.dst = step.pages + step.layer_offset;
-    flush_offsets_.resize(coded.flush_count());
-    for (int f = 0; f < coded.flush_count(); ++f) {
-      flush_offsets_[f] = static_cast<int64_t>(coded.flush_page_id(f)) * step.page_stride;
-    }
-    err = cuda::LaunchVecInferEncodePages(ep, flush_offsets_.data(), coded.flush_count(), stream);
+    err = cuda::LaunchVecInferEncodePages(ep, coded.flush_offsets(), coded.flush_count(), stream);
     if (!err.empty()) return err;
   }
   // 2. q~ = H (q * lambda), laid out as q.

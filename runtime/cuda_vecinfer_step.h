@@ -39,7 +39,6 @@ class CudaVecInferStep {
 
  private:
   DeviceArray<float> q_tilde_;
-  std::vector<int64_t> flush_offsets_;  // byte offsets of the pages flushed this layer
 };
 
 }  // namespace vqserve
