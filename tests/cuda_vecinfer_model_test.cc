@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "runtime/codebook_file.h"
 #include "runtime/codec_factory.h"
 #include "runtime/cuda_kv_cache.h"
@@ -29,6 +30,8 @@
 namespace vqserve {
 namespace {
 
+using testing::CompareGreedyWithCpu;
+using testing::GreedyComparison;
 using testing::MaxDiff;
 using testing::RunSeq;
 
@@ -115,37 +118,10 @@ void CudaVecInferModelTest::CompareWithCpu(int sink) {
   EXPECT_EQ(cpu_cache->spec().slot_bytes, gpu_cache->spec().slot_bytes);
   EXPECT_EQ(cpu_cache->spec().fixed_bytes, gpu_cache->spec().fixed_bytes);
   EXPECT_EQ(cpu_cache->spec().sink_tokens, gpu_cache->spec().sink_tokens);
-  int equal = 0, total = 0;
-  double worst = 0.0;
-  for (size_t j = 0; j < prompts_.size(); ++j) {
-    const int first = static_cast<int>(j) * pages_per_seq_;
-    std::vector<int32_t> ref_picks, got_picks;
-    auto ref = RunSeq(**cpu, *cpu_cache, j, first, pages_per_seq_, prompts_[j], 0, kSteps,
-                      nullptr, &ref_picks);
-    // the gpu is fed the cpu's tokens, so that every step's logits are comparable.
-    auto got = RunSeq(*gpu_, *gpu_cache, j, first, pages_per_seq_, prompts_[j], 0, kSteps,
-                      &ref_picks, &got_picks);
-    for (int s = 0; s < kSteps; ++s) {
-      ++total;
-      if (ref_picks[s] == got_picks[s]) {
-        ++equal;
-        continue;
-      }
-      const double margin = ref[s][ref_picks[s]] - ref[s][got_picks[s]];
-      std::printf("prompt %zu step %d: cpu %d gpu %d (cpu margin %.3e)\n", j, s, ref_picks[s],
-                  got_picks[s], margin);
-      EXPECT_LT(margin, kTieMargin) << "prompt " << j << " step " << s;
-    }
-    double range = 0.0;
-    const double diff = MaxDiff(ref, got, &range);
-    std::printf("[%s sink %d gpu vs cpu] prompt %zu (%zu tokens): max |dlogit| %.4f, range "
-                "%.2f, ratio %.5f\n",
-                codec_.c_str(), sink, j, prompts_[j].size(), diff, range, diff / range);
-    worst = std::max(worst, diff / range);
-  }
-  std::printf("[%s sink %d gpu vs cpu] greedy picks equal %d/%d; worst |dlogit|/range %.5f\n",
-              codec_.c_str(), sink, equal, total, worst);
-  EXPECT_LE(worst, kCpuRelTolerance);
+  const GreedyComparison r =
+      CompareGreedyWithCpu(**cpu, *cpu_cache, *gpu_, *gpu_cache, prompts_, pages_per_seq_, kSteps,
+                           kTieMargin, absl::StrCat(codec_, " sink ", sink));
+  EXPECT_LE(r.worst, kCpuRelTolerance);
 }
 
 TEST_F(CudaVecInferModelTest, MatchesCpuPagedCache) { CompareWithCpu(0); }

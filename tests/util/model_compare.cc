@@ -1,7 +1,10 @@
 #include "tests/util/model_compare.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <span>
 
 namespace vqserve::testing {
@@ -58,6 +61,42 @@ double MaxDiff(const std::vector<std::vector<float>>& a, const std::vector<std::
     *range = std::max(*range, double(*hi - *lo));
   }
   return diff;
+}
+
+GreedyComparison CompareGreedyWithCpu(LlamaModel& cpu, KvCache& cpu_cache, LlamaModel& gpu,
+                                      KvCache& gpu_cache,
+                                      const std::vector<std::vector<int32_t>>& prompts,
+                                      int pages_per_seq, int steps, double tie_margin,
+                                      const std::string& label) {
+  GreedyComparison r;
+  for (size_t j = 0; j < prompts.size(); ++j) {
+    const int slot = static_cast<int>(j), first = slot * pages_per_seq;
+    std::vector<int32_t> ref_picks, got_picks;
+    auto ref = RunSeq(cpu, cpu_cache, slot, first, pages_per_seq, prompts[j], 0, steps, nullptr,
+                      &ref_picks);
+    auto got = RunSeq(gpu, gpu_cache, slot, first, pages_per_seq, prompts[j], 0, steps,
+                      &ref_picks, &got_picks);
+    for (int s = 0; s < steps; ++s) {
+      ++r.total;
+      if (ref_picks[s] == got_picks[s]) {
+        ++r.equal;
+        continue;
+      }
+      const double margin = ref[s][ref_picks[s]] - ref[s][got_picks[s]];
+      std::printf("prompt %zu step %d: cpu %d gpu %d (cpu margin %.3e)\n", j, s, ref_picks[s],
+                  got_picks[s], margin);
+      EXPECT_LT(margin, tie_margin) << label << " prompt " << j << " step " << s;
+    }
+    double range = 0.0;
+    const double diff = MaxDiff(ref, got, &range);
+    std::printf("[%s gpu vs cpu] prompt %zu (%zu tokens): max |dlogit| %.4f, range %.2f, "
+                "ratio %.5f\n",
+                label.c_str(), j, prompts[j].size(), diff, range, diff / range);
+    r.worst = std::max(r.worst, diff / range);
+  }
+  std::printf("[%s gpu vs cpu] greedy picks equal %d/%d; worst |dlogit|/range %.5f\n",
+              label.c_str(), r.equal, r.total, r.worst);
+  return r;
 }
 
 }  // namespace vqserve::testing

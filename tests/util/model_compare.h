@@ -4,6 +4,7 @@
 #define VQSERVE_TESTS_UTIL_MODEL_COMPARE_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "runtime/kv_cache.h"
@@ -26,6 +27,21 @@ std::vector<std::vector<float>> RunSeq(LlamaModel& model, KvCache& cache, int sl
 // largest |a - b| over all rows; *range: the largest logit range of a's rows.
 double MaxDiff(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b,
                double* range);
+
+// the gpu cache against the cpu cache over `prompts` (prompt j on slot j, pages
+// [j * pages_per_seq, (j + 1) * pages_per_seq)): the cpu runs `steps` greedy steps after each
+// prompt, the gpu is fed the cpu's tokens so that every step's logits are comparable. a pick
+// that differs is expected within `tie_margin` of the cpu's lead (gtest expectations); prints
+// one line per prompt and a summary, labelled `label`.
+struct GreedyComparison {
+  int equal = 0, total = 0;
+  double worst = 0.0;  // largest max |dlogit| / logit range over the prompts
+};
+GreedyComparison CompareGreedyWithCpu(LlamaModel& cpu, KvCache& cpu_cache, LlamaModel& gpu,
+                                      KvCache& gpu_cache,
+                                      const std::vector<std::vector<int32_t>>& prompts,
+                                      int pages_per_seq, int steps, double tie_margin,
+                                      const std::string& label);
 
 }  // namespace vqserve::testing
 
