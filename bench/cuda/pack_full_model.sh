@@ -4,17 +4,18 @@
 #   .devbuild/fullA: part1.xz = the first SPLIT bytes of the default model, xz'd;
 #   .devbuild/fullB: part2.xz = the rest; bundle.tar.xz = binaries of build dir BUILD with their
 #     shared libraries (bench/cuda/bundle_binaries.sh); vecinfer-k2v2.vqcb and, when COMMVQ_VQCB
-#     names one, commvq-2.vqcb calibrated on the full model; long_prompt.txt.
+#     names one, commvq-2.vqcb calibrated on the full model; long_prompt.txt; snap/ = a git
+#     archive of HEAD's kernels/ bench/ tests/util (the kernel sweep).
 #   bash bench/cuda/pack_full_model.sh [BUILD=build] [VQCB=models/default.vqcb]
 set -euo pipefail
 BUILD=${1:-build}
 VQCB=${2:-models/default.vqcb}
 MODEL=${MODEL:-models/SmolLM2-135M-Instruct.Q4_1.gguf}
-SPLIT=${SPLIT:-56000000}
+SPLIT=${SPLIT:-66000000}
 mkdir -p .devbuild/fullA .devbuild/fullB
 [ -f .devbuild/fullA/part1.xz ] || head -c "$SPLIT" "$MODEL" | xz -6 -T2 > .devbuild/fullA/part1.xz
 [ -f .devbuild/fullB/part2.xz ] || tail -c +"$((SPLIT + 1))" "$MODEL" | xz -6 -T2 > .devbuild/fullB/part2.xz
-bins="vqserve vqctl cuda_e2e_decode_bench"
+bins="vqserve vqctl cuda_e2e_decode_bench cuda_decode_attention_test"
 for t in cuda_model_test cuda_vecinfer_model_test cuda_kivi_model_test cuda_commvq_model_test \
          cuda_serve_test cuda_graph_test; do
   [ -x "$BUILD/bin/$t" ] && bins="$bins $t"
@@ -23,4 +24,6 @@ STRIP=1 XZ_OPT="-9e -T2" bash bench/cuda/bundle_binaries.sh "$BUILD" .devbuild/f
 cp "$VQCB" .devbuild/fullB/vecinfer-k2v2.vqcb
 [ -n "${COMMVQ_VQCB:-}" ] && cp "$COMMVQ_VQCB" .devbuild/fullB/commvq-2.vqcb
 head -c 2400 /usr/share/games/fortunes/fortunes > .devbuild/fullB/long_prompt.txt
+rm -rf .devbuild/fullB/snap && mkdir -p .devbuild/fullB/snap
+git archive HEAD kernels bench tests/util | tar -x -C .devbuild/fullB/snap
 du -b .devbuild/fullA .devbuild/fullB

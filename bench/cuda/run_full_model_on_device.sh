@@ -5,7 +5,8 @@
 #     parks part 1 in /tmp/keep (the machine stays warm ~30 s between calls);
 #   call 2 (carry .devbuild/fullB): bash bench/cuda/run_full_model_on_device.sh [what...]
 #     joins the parts, checks sha256 against scripts/model.sha256, then runs `what` (default:
-#     tests generate e2e serve): tests = the cuda model tests on the full model with codebooks
+#     tests generate e2e serve; a later call carrying nothing reuses what call 2 left in /tmp):
+#     check = decode_check --long of the kernel snapshot in .devbuild/fullB/snap; tests = the cuda model tests on the full model with codebooks
 #     calibrated on it; generate = `vqserve generate` per codec on cuda and cpu; serve = `vqserve serve --device cuda` and `--device cpu` per codec, greedy
 #     answers side by side; e2e = cuda_e2e_decode_bench per codec on the real weights (batch 16 x
 #     32K) and on the llama-3.1-8b shape (random weights).
@@ -18,18 +19,25 @@ if [ "${STAGE:-0}" = 1 ]; then
   exit 0
 fi
 DIR=.devbuild/fullB
-[ -f /tmp/keep/part1.xz ] || { echo "part 1 missing: run call 1 first, on the same warm machine"; exit 1; }
-python3 - <<'PY'
+# a later call on the same warm machine (carrying nothing) reuses the joined model and binaries.
+if [ ! -f /tmp/full.gguf ]; then
+  [ -f /tmp/keep/part1.xz ] || { echo "part 1 missing: run call 1 first, on the same warm machine"; exit 1; }
+  python3 - <<'PY'
 import lzma
 with open("/tmp/full.gguf", "wb") as g:
     for p in ("/tmp/keep/part1.xz", ".devbuild/fullB/part2.xz"):
         with lzma.open(p) as f:
             g.write(f.read())
 PY
+  . "$(dirname "$0")/unpack_bundle.sh"
+  cp $DIR/*.vqcb $DIR/long_prompt.txt /tmp/keep/
+fi
+B=/tmp/b
+export LD_LIBRARY_PATH=$B/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:$LD_LIBRARY_PATH
+DIR=/tmp/keep
 want=$(cut -d' ' -f1 scripts/model.sha256)
 got=$(sha256sum /tmp/full.gguf | cut -d' ' -f1)
 [ "$want" = "$got" ] || { echo "joined model sha256 $got != $want"; exit 1; }
-. "$(dirname "$0")/unpack_bundle.sh"
 M=/tmp/full.gguf
 export VQSERVE_MODEL=$M VQSERVE_VQCB=$DIR/vecinfer-k2v2.vqcb VQSERVE_CVQCB=$DIR/commvq-2.vqcb
 WHAT=${*:-tests generate e2e serve}
@@ -38,10 +46,20 @@ WHAT=${*:-tests generate e2e serve}
   echo "full model sha256 $got (= scripts/model.sha256)"
 } 2>&1 | tee "$OUT/env.log"
 
+if [[ " $WHAT " == *" check "* ]]; then
+  # the kernel sweep of the same commit: a git archive of kernels/ bench/ tests/util in
+  # .devbuild/fullB/snap, built here with the machine's nvcc.
+  (cd .devbuild/fullB/snap && cmake -S bench/cuda -B /tmp/build-snap -DCMAKE_BUILD_TYPE=Release \
+     > /tmp/snap.log 2>&1 && cmake --build /tmp/build-snap -j16 >> /tmp/snap.log 2>&1) ||
+    { grep -A3 error /tmp/snap.log | head -20; echo "snapshot build failed"; }
+  /tmp/build-snap/decode_check --long > "$OUT/check.log" 2>&1
+  echo "decode_check --long: exit $?"; grep FAIL "$OUT/check.log" | head; tail -1 "$OUT/check.log"
+fi
+
 if [[ " $WHAT " == *" tests "* ]]; then
   {
     for t in cuda_model_test cuda_vecinfer_model_test cuda_kivi_model_test cuda_commvq_model_test \
-             cuda_serve_test cuda_graph_test; do
+             cuda_serve_test cuda_graph_test cuda_decode_attention_test; do
       [ -x $B/$t ] || { echo "== $t: not in the bundle"; continue; }
       echo "== $t (full model)"
       timeout 120 $B/$t 2>&1 | grep -vE "^\[ +(RUN|OK) +\]"
