@@ -17,6 +17,8 @@
 
 #if VQSERVE_WITH_CUDA
 #include <cuda_runtime_api.h>
+
+#include "kernels/cuda/vecinfer_half_books.h"
 #endif
 
 namespace vqserve {
@@ -55,6 +57,7 @@ CudaKvCache::~CudaKvCache() {
   if (rings_ != nullptr) cudaFree(rings_);
   if (sinks_ != nullptr) cudaFree(sinks_);
   if (constants_ != nullptr) cudaFree(constants_);
+  if (half_books_ != nullptr) cudaFree(half_books_);
 }
 
 void CudaKvCache::Append(int, const KvSeqRef&, int, const float*, const float*, const float*) {
@@ -179,6 +182,19 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
   vc.v_code_bits = v.code_bits;
   vc.per_head = cb->options.per_head;
   vc.hadamard = cb->options.hadamard;
+  if (shape.head_dim == 128 && k.sub_dim == 4 && v.sub_dim == 4 && k.code_bits == 8 && v.code_bits == 8) {
+    // the v8 decode kernel copies these instead of converting the fp32 value books per block.
+    const int books = shape.num_layers * (vc.per_head ? shape.num_kv_heads : 1);
+    const int64_t n = cuda::VecInferHalfBookElems(books, shape.head_dim);
+    if (cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&c->half_books_), n * sizeof(uint16_t));
+        e != cudaSuccess) {
+      return absl::ResourceExhaustedError(absl::StrCat("cuda kv cache: fp16 books: ", cudaGetErrorString(e)));
+    }
+    std::string err = cuda::LaunchVecInferHalfBooks(vc.v_centroids, books, shape.head_dim, c->half_books_, nullptr);
+    if (cudaError_t e = cudaDeviceSynchronize(); err.empty() && e != cudaSuccess) err = cudaGetErrorString(e);
+    if (!err.empty()) return absl::InternalError(absl::StrCat("cuda kv cache: fp16 books: ", err));
+    vc.v_centroids_f16 = c->half_books_;
+  }
   return c;
 }
 

@@ -17,6 +17,7 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/decode_attention.h"
+#include "kernels/cuda/vecinfer_half_books.h"
 
 namespace {
 
@@ -61,6 +62,7 @@ struct Kernel {
   int fp16_version = 0;  // 1: the element-wise fp16 kernel instead of the staged one
   int kivi_version = 0;  // 1: the element-wise kivi kernel instead of the staged one
   int k_code_bits = 8, v_code_bits = 8;  // vecinfer code widths (12: the generic kernel)
+  int half_books = 0;  // fp16 book copies (vecinfer_half_books.h): 1 values, 2 keys + values
 };
 
 // commvq token scales (fp16 key norms, the first 64 * kv heads bytes of every page): 4 .. 24.
@@ -141,6 +143,8 @@ int main(int argc, char** argv) {
       {"vecinfer-k2v2-v7", KvPageFormat::kVecInfer, 2, 4, 4, 128, 4},
       {"vecinfer-k2v2-v7r", KvPageFormat::kVecInfer, 2, 4, 4, 128, 5},
       {"vecinfer-k2v2-v8", KvPageFormat::kVecInfer, 2, 4, 4, 128, 6},
+      {"vecinfer-k2v2-v8h", KvPageFormat::kVecInfer, 2, 4, 4, 128, 6, 0, 0, 0, 0, 8, 8, 1},
+      {"vecinfer-k2v2-v8hk", KvPageFormat::kVecInfer, 2, 4, 4, 128, 6, 0, 0, 0, 0, 8, 8, 2},
       {"vecinfer-k1v1", KvPageFormat::kVecInfer, 2, 8, 8, 128},
       {"vecinfer-k2v1", KvPageFormat::kVecInfer, 2, 4, 8, 128},
       {"vecinfer-k3v3", KvPageFormat::kVecInfer, 2, 4, 4, 128, 0, 0, 0, 0, 0, 12, 12},
@@ -237,6 +241,15 @@ int main(int argc, char** argv) {
         FillFloats<<<256, 256>>>(ck, ck_floats, 17, k.format == KvPageFormat::kCommVq ? -0.1f : -1.2f,
                                  k.format == KvPageFormat::kCommVq ? 0.1f : 1.2f);
         FillFloats<<<256, 256>>>(cv, cv_floats, 18, -1.7f, 1.7f);
+        uint16_t *hk = nullptr, *hv = nullptr;  // fp16 copies of the (shared) books
+        if (k.half_books) {
+          const size_t n = vqserve::cuda::VecInferHalfBookElems(1, kDim);
+          VQ_CUDA_CHECK(cudaMalloc(&hk, n * 2));
+          VQ_CUDA_CHECK(cudaMalloc(&hv, n * 2));
+          std::string e = vqserve::cuda::LaunchVecInferHalfBooks(cv, 1, kDim, hv, nullptr);
+          if (e.empty() && k.half_books == 2) e = vqserve::cuda::LaunchVecInferHalfBooks(ck, 1, kDim, hk, nullptr);
+          if (!e.empty()) std::printf("half books: %s\n", e.c_str());
+        }
         VQ_CUDA_CHECK(cudaDeviceSynchronize());
 
         DecodeAttentionParams p;
@@ -269,6 +282,8 @@ int main(int argc, char** argv) {
         p.kivi_bits = k.kivi_bits;
         p.vq_k_codebook = ck;
         p.vq_v_codebook = cv;
+        p.vq_v_codebook_f16 = k.half_books ? hv : nullptr;
+        p.vq_k_codebook_f16 = k.half_books == 2 ? hk : nullptr;
         p.vq_k_sub_dim = k.dk;
         p.vq_v_sub_dim = k.dv;
         p.vq_k_code_bits = k.k_code_bits;
@@ -308,7 +323,7 @@ int main(int argc, char** argv) {
           if (csv) std::fprintf(csv, "%s,%d,%d,%.2f,%.0f,%.1f,%.1f\n", k.name.c_str(), batch, ctx, us, bytes, gbps,
                                 100.0 * gbps * 1e9 / ceiling);
           // stage costs of the vecinfer kernel (wrong results on purpose): skip scores / values.
-          const bool v8 = k.name == "vecinfer-k2v2-v8";
+          const bool v8 = k.name.rfind("vecinfer-k2v2-v8", 0) == 0;  // v8, v8h, v8hk
           if (k.format == KvPageFormat::kVecInfer && (v8 || k.name == "vecinfer-k2v2-lut" || k.name == "vecinfer-k2v2-v7" || k.name == "vecinfer-k2v2-v7r") && ((batch == 16 && ctx == 32768) || (batch == 1 && ctx == 131072) || (v8 && batch == 1 && ctx == 8192))) {
             // v8 also: 4 = without the book build, 8 = without the residual ring, 15 = all four,
             // 16 = without the l2 prefetch of the ring rows (still right).
@@ -334,7 +349,7 @@ int main(int argc, char** argv) {
             p.bench_skip_stages = 0;
           }
         }
-        for (void* ptr : std::vector<void*>{pages, d_table, d_coded, d_res, d_slots, ring_k, ring_v, q, qt, out, ws, ck, cv}) {
+        for (void* ptr : std::vector<void*>{pages, d_table, d_coded, d_res, d_slots, ring_k, ring_v, q, qt, out, ws, ck, cv, hk, hv}) {
           VQ_CUDA_CHECK(cudaFree(ptr));
         }
       }

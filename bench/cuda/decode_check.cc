@@ -1,6 +1,7 @@
 // correctness sweep of the cuda decode-attention kernels against the float64 reference
 // (tests/util/decode_reference.h) on random pages: formats x head_dim x gqa x lengths x splits.
-// prints one line per case and exits non-zero when any relative error exceeds 1e-3.
+// prints one line per case and exits non-zero when any relative error exceeds 1e-3 (and, for
+// the fp16 value books, when the output differs from the same launch without them by > 1e-6).
 // commvq (commvq-1 / commvq-2 round counts for head_dim 64 and 128) is checked against the
 // float64 decode-then-attend of bench/cuda/commvq_case.h over the same sweep.
 // usage: decode_check [--long] [--commvq-only | --vecinfer-only | --kivi-only]   (--long adds
@@ -29,7 +30,35 @@ struct Variant {
   int fp16_version = 0;      // 1: the element-wise fp16 kernel instead of the staged one
   int kivi_version = 0;      // 1: the element-wise kivi kernel instead of the staged one
   int k_code_bits = 8, v_code_bits = 8;  // vecinfer code widths (12: the generic kernel)
+  int half_books = 0;  // fp16 book copies (vecinfer_half_books.h): 1 values, 2 keys + values
 };
+
+// launches the case's kernel into a poisoned output and returns it (empty + *err on an error).
+std::vector<float> LaunchCase(DecodeFormat f, DeviceDecodeCase* dev, std::string* err) {
+  dev->PoisonOutput();
+  *err = cuda::LaunchDecodeAttention(ToKernelFormat(f), dev->params(), nullptr);
+  VQ_CUDA_CHECK(cudaDeviceSynchronize());
+  return err->empty() ? dev->Output() : std::vector<float>();
+}
+
+// with half books set: runs the same case without them and returns ||out - out0|| / ||out0||
+// (0 when bitwise equal), *ndiff = elements whose bits differ; 0 without half books.
+double DiffWithoutHalfBooks(DecodeFormat f, const std::vector<float>& out, DeviceDecodeCase* dev, int* ndiff) {
+  *ndiff = 0;
+  cuda::DecodeAttentionParams& p = dev->params();
+  if (p.vq_v_codebook_f16 == nullptr || out.empty()) return 0.0;
+  const uint16_t* hk = p.vq_k_codebook_f16;
+  const uint16_t* hv = p.vq_v_codebook_f16;
+  p.vq_k_codebook_f16 = nullptr;
+  p.vq_v_codebook_f16 = nullptr;
+  std::string err;
+  const std::vector<float> out0 = LaunchCase(f, dev, &err);
+  p.vq_k_codebook_f16 = hk;
+  p.vq_v_codebook_f16 = hv;
+  if (!err.empty()) return INFINITY;
+  for (size_t i = 0; i < out.size(); ++i) *ndiff += std::memcmp(&out[i], &out0[i], 4) != 0;
+  return RelativeError(out, std::vector<double>(out0.begin(), out0.end()));
+}
 
 // commvq-1 / commvq-2 key and value rounds for head_dim d (CommVqOptionsForName): R =
 // round(bits * d / 12), Rv = bits.
@@ -195,6 +224,10 @@ int Run(bool with_long, bool commvq_only, bool vecinfer_only, bool kivi_only) {
       {"vecinfer-k2v2-v7r-ph", DecodeFormat::kVecInfer, 2, 4, 4, 128, true, 5},
       {"vecinfer-k2v2-v8", DecodeFormat::kVecInfer, 2, 4, 4, 128, false, 6},
       {"vecinfer-k2v2-v8-ph", DecodeFormat::kVecInfer, 2, 4, 4, 128, true, 6},
+      {"vecinfer-k2v2-v8h", DecodeFormat::kVecInfer, 2, 4, 4, 128, false, 6, 0, 0, 8, 8, 1},
+      {"vecinfer-k2v2-v8h-ph", DecodeFormat::kVecInfer, 2, 4, 4, 128, true, 6, 0, 0, 8, 8, 1},
+      {"vecinfer-k2v2-h", DecodeFormat::kVecInfer, 2, 4, 4, 128, false, 0, 0, 0, 8, 8, 1},
+      {"vecinfer-k2v2-v8hk", DecodeFormat::kVecInfer, 2, 4, 4, 128, false, 6, 0, 0, 8, 8, 2},
       {"vecinfer-k4v4", DecodeFormat::kVecInfer, 2, 2, 2, 128, false},
       {"vecinfer-k1v1", DecodeFormat::kVecInfer, 2, 8, 8, 128, false},
       {"vecinfer-k2v1", DecodeFormat::kVecInfer, 2, 4, 8, 128, false},
@@ -237,17 +270,21 @@ int Run(bool with_long, bool commvq_only, bool vecinfer_only, bool kivi_only) {
           dev.params().vecinfer_version = v.vecinfer_version;
           dev.params().fp16_version = v.fp16_version;
           dev.params().kivi_version = v.kivi_version;
-          dev.PoisonOutput();
-          std::string err = cuda::LaunchDecodeAttention(ToKernelFormat(s.format), dev.params(), nullptr);
-          VQ_CUDA_CHECK(cudaDeviceSynchronize());
-          double rel = err.empty() ? RelativeError(dev.Output(), ReferenceDecodeAttention(c)) : INFINITY;
-          const bool ok = rel <= 1e-3;
+          if (v.half_books) dev.UploadHalfBooks(v.half_books == 2);
+          std::string err;
+          const std::vector<float> out = LaunchCase(s.format, &dev, &err);
+          double rel = err.empty() ? RelativeError(out, ReferenceDecodeAttention(c)) : INFINITY;
+          int ndiff = 0;
+          const double diff = DiffWithoutHalfBooks(s.format, out, &dev, &ndiff);
+          const bool ok = rel <= 1e-3 && (v.half_books != 1 || diff <= 1e-6);
           ++cases;
           failures += !ok;
           if (rel > worst) worst = rel;
-          if (!ok || splits == 0) {
-            std::printf("%-22s D=%3d G=%d splits=%d rel_err=%.3e %s %s\n", v.name, d, g, splits, rel,
+          if (!ok || splits == 0 || (v.half_books && ndiff > 0)) {
+            std::printf("%-22s D=%3d G=%d splits=%d rel_err=%.3e %s %s", v.name, d, g, splits, rel,
                         ok ? "ok" : "FAIL", err.c_str());
+            if (v.half_books) std::printf(" vs-fp32-books: %d elems differ, rel %.3e", ndiff, diff);
+            std::printf("\n");
           }
         }
       }
@@ -271,16 +308,20 @@ int Run(bool with_long, bool commvq_only, bool vecinfer_only, bool kivi_only) {
       DeviceDecodeCase dev(c);
       dev.params().vecinfer_version = v.vecinfer_version;
       dev.params().fp16_version = v.fp16_version;
-          dev.params().kivi_version = v.kivi_version;
-      dev.PoisonOutput();
-      std::string err = cuda::LaunchDecodeAttention(ToKernelFormat(s.format), dev.params(), nullptr);
-      VQ_CUDA_CHECK(cudaDeviceSynchronize());
-      double rel = err.empty() ? RelativeError(dev.Output(), ReferenceDecodeAttention(c)) : INFINITY;
-      const bool ok = rel <= 1e-3;
+      dev.params().kivi_version = v.kivi_version;
+      if (v.half_books) dev.UploadHalfBooks(v.half_books == 2);
+      std::string err;
+      const std::vector<float> out = LaunchCase(s.format, &dev, &err);
+      double rel = err.empty() ? RelativeError(out, ReferenceDecodeAttention(c)) : INFINITY;
+      int ndiff = 0;
+      const double diff = DiffWithoutHalfBooks(s.format, out, &dev, &ndiff);
+      const bool ok = rel <= 1e-3 && (v.half_books != 1 || diff <= 1e-6);
       ++cases;
       failures += !ok;
       if (rel > worst) worst = rel;
-      std::printf("%-22s D=128 G=4 len=131149 rel_err=%.3e %s %s\n", v.name, rel, ok ? "ok" : "FAIL", err.c_str());
+      std::printf("%-22s D=128 G=4 len=131149 rel_err=%.3e %s %s", v.name, rel, ok ? "ok" : "FAIL", err.c_str());
+      if (v.half_books) std::printf(" vs-fp32-books: %d elems differ, rel %.3e", ndiff, diff);
+      std::printf("\n");
     }
   }
   if (!commvq_only && !kivi_only) failures += RunSinkCrossCheck(&cases, &worst);

@@ -6,10 +6,14 @@
 #include <cuda_runtime_api.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/decode_attention.h"
+#include "kernels/cuda/vecinfer_half_books.h"
 #include "tests/util/decode_case.h"
 
 namespace vqserve::testing {
@@ -67,6 +71,7 @@ class DeviceDecodeCase {
       p.vq_v_codebook = Upload(c.v_codebook);
       p.vq_k_codebook_head_stride = s.vq_per_head ? int64_t{s.head_dim} << s.vq_k_code_bits : 0;
       p.vq_v_codebook_head_stride = s.vq_per_head ? int64_t{s.head_dim} << s.vq_v_code_bits : 0;
+      num_books_ = s.vq_per_head ? s.num_kv_heads : 1;
     }
     p.vq_k_sub_dim = s.vq_k_sub_dim;
     p.vq_v_sub_dim = s.vq_v_sub_dim;
@@ -81,6 +86,27 @@ class DeviceDecodeCase {
   DeviceDecodeCase& operator=(const DeviceDecodeCase&) = delete;
 
   cuda::DecodeAttentionParams& params() { return params_; }
+  // vecinfer with 8-bit codes and 4-dim sub-vectors: fp16 code-major copies of the books
+  // (vecinfer_half_books.h) made on the gpu into the params: the values' and, with `keys`, the
+  // keys'. false for other shapes (params unchanged).
+  bool UploadHalfBooks(bool keys) {
+    cuda::DecodeAttentionParams& p = params_;
+    if (num_books_ == 0 || p.vq_k_sub_dim != 4 || p.vq_v_sub_dim != 4 || p.vq_k_code_bits != 8 ||
+        p.vq_v_code_bits != 8) {
+      return false;
+    }
+    const size_t n = cuda::VecInferHalfBookElems(num_books_, p.head_dim);
+    uint16_t* v = Alloc<uint16_t>(n);
+    HalfBooksOrDie(cuda::LaunchVecInferHalfBooks(p.vq_v_codebook, num_books_, p.head_dim, v, nullptr));
+    p.vq_v_codebook_f16 = v;
+    if (keys) {
+      uint16_t* k = Alloc<uint16_t>(n);
+      HalfBooksOrDie(cuda::LaunchVecInferHalfBooks(p.vq_k_codebook, num_books_, p.head_dim, k, nullptr));
+      p.vq_k_codebook_f16 = k;
+    }
+    VQ_CUDA_CHECK(cudaDeviceSynchronize());
+    return true;
+  }
   // fills the output with nan so that unwritten elements show.
   void PoisonOutput() { VQ_CUDA_CHECK(cudaMemset(params_.out, 0xff, out_elems_ * sizeof(float))); }
   std::vector<float> Output() const {
@@ -90,6 +116,11 @@ class DeviceDecodeCase {
   }
 
  private:
+  static void HalfBooksOrDie(const std::string& err) {
+    if (err.empty()) return;
+    std::fprintf(stderr, "vecinfer half books: %s\n", err.c_str());
+    std::abort();
+  }
   template <class T>
   T* Alloc(size_t n) {
     void* ptr = nullptr;
@@ -106,6 +137,7 @@ class DeviceDecodeCase {
 
   cuda::DecodeAttentionParams params_;
   size_t out_elems_ = 0;
+  int num_books_ = 0;  // vecinfer books (kv heads or 1 when shared), 0 for other formats
   std::vector<void*> owned_;
 };
 

@@ -79,6 +79,16 @@ struct DecodeAttentionParams {
   int64_t vq_v_codebook_head_stride = 0;
   int vq_k_sub_dim = 4;  // 2, 4 or 8
   int vq_v_sub_dim = 4;
+  // vecinfer, optional (null: the kernels convert the fp32 books above themselves): fp16 copies
+  // of those books (kernels/cuda/vecinfer_half_books.h), code-major (256, D / 4, 4): entry
+  // (code, m) of book h at + h * vq_{k,v}_codebook_head_stride + (code * D / 4 + m) * 4 halves
+  // (the fp32 books' head strides, in elements), bits = __float2half_rn of the fp32 centroid.
+  // only the v8 kernel (head_dim 128, 4-dim sub-vectors, 8-bit codes) reads them: the values
+  // one is a plain copy of what v8 builds itself (results bitwise unchanged); the keys one
+  // rounds Ck to fp16 before the lut product q . Ck (lut entries may move by one fp16 ulp:
+  // results within ~1e-5, not bitwise; needs the values one too).
+  const uint16_t* vq_v_codebook_f16 = nullptr;
+  const uint16_t* vq_k_codebook_f16 = nullptr;
   // vecinfer code widths, 8 or 12 bits (2^bits centroids per codebook instead of 256 above).
   // 12-bit codes, and 8-bit sub-vector pairs other than (2,2) (4,4) (8,8) (4,8), run the
   // element-wise kernel that reads centroids from global memory (vecinfer_generic_decode.cu).

@@ -6,6 +6,9 @@
 //    straight from global memory (no query staging, no barrier before the build), and it loads
 //    its codebook rows 8 at a time before using them (v7's loop kept ~1 load pair in flight per
 //    thread); blocks start at different rows so that 128 blocks do not queue on one l2 slice.
+//    with the caller's fp16 books (p.vq_v_codebook_f16, vecinfer_half_books.h), Cv is one 64 KB
+//    cp.async copy (the same bits) and the lut build loads 16 fp32 Ck rows at a time (or, with
+//    p.vq_k_codebook_f16, fp16 Ck: half the bytes, Ck rounded before the product).
 //  - 3 pages per warp are in flight during the book build (v7: 2); page i + 3 is issued after
 //    page i is done.
 //  - the residual ring + sink (last split) run warp-parallel (warp_residual.cuh: one merge, no
@@ -66,9 +69,33 @@ __device__ inline Layout MakeLayout(uint32_t win) {
   return l;
 }
 
-// lut[code][m] = fp16 (q_h . Ck[m][code]) for h < 4 (0 past hb) and Cv code-major fp16. thread
-// (warp, lane) owns sub-vector m = lane / 2 + 16 (warp & 1) and codes 2 (warp / 2) + (lane & 1)
-// + 16 j: per warp 16 runs of 32 global bytes, conflict-free 8-byte stores.
+// one lut entry: (q . k) in fp32, one product and three fmas in a fixed order (every build path
+// rounds the same sum).
+__device__ __forceinline__ float LutDot(const float4& q, const float4& k) {
+  return __fmaf_rn(q.w, k.w, __fmaf_rn(q.z, k.z, __fmaf_rn(q.y, k.y, __fmul_rn(q.x, k.x))));
+}
+
+// Cv fp16 <- the caller's code-major copy (p.vq_v_codebook_f16): 4096 16-byte cp.async chunks, 8
+// per thread, blocks starting at different chunks; commits one group (empty when `copy` is false).
+__device__ __forceinline__ void CopyHalfValues(const DecodeAttentionParams& p, int kvh, bool copy, uint2* cv_s) {
+  if (copy) {
+    const uint8_t* src = reinterpret_cast<const uint8_t*>(p.vq_v_codebook_f16 + kvh * p.vq_v_codebook_head_stride);
+    uint8_t* dst = reinterpret_cast<uint8_t*>(cv_s);
+    const int rot = blockIdx.x * 3 + blockIdx.y * 5 + blockIdx.z;
+#pragma unroll
+    for (int j = 0; j < kBookBytes / 16 / kThreads; ++j) {
+      const int c = threadIdx.x + kThreads * ((j + rot) % (kBookBytes / 16 / kThreads));
+      CpAsync16(dst + 16 * c, src + 16 * c);
+    }
+  }
+  CpAsyncCommit();
+}
+
+// lut[code][m] = fp16 (q_h . Ck[m][code]) for h < 4 (0 past hb), and (kWithV) Cv code-major fp16.
+// thread (warp, lane) owns sub-vector m = lane / 2 + 16 (warp & 1) and codes 2 (warp / 2) +
+// (lane & 1) + 16 j: per warp 16 runs of 32 global bytes (kHalfK: Ck from the fp16 copy, 2 runs of
+// 128 bytes), conflict-free 8-byte stores. kBatch codebook rows are loaded before use.
+template <int kBatch, bool kHalfK, bool kWithV>
 __device__ __forceinline__ void BuildBooks(const DecodeAttentionParams& p, int b, int kvh, int h0,
                                            int hb, uint2* lut_s, uint2* cv_s) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -83,24 +110,34 @@ __device__ __forceinline__ void BuildBooks(const DecodeAttentionParams& p, int b
   }
   const float4* ckg = reinterpret_cast<const float4*>(p.vq_k_codebook + kvh * p.vq_k_codebook_head_stride) + m * 256;
   const float4* cvg = reinterpret_cast<const float4*>(p.vq_v_codebook + kvh * p.vq_v_codebook_head_stride) + m * 256;
+  const uint2* ckh = reinterpret_cast<const uint2*>(p.vq_k_codebook_f16 + kvh * p.vq_k_codebook_head_stride) + m;
   const int rot = (blockIdx.x * 5 + blockIdx.y * 3 + blockIdx.z * 7) & 15;
 #pragma unroll
-  for (int j0 = 0; j0 < 16; j0 += kBuildBatch) {
-    float4 k[kBuildBatch], v[kBuildBatch];
-    int code[kBuildBatch];
+  for (int j0 = 0; j0 < 16; j0 += kBatch) {
+    float4 k[kBatch], v[kWithV ? kBatch : 1];
+    int code[kBatch];
 #pragma unroll
-    for (int j = 0; j < kBuildBatch; ++j) {
+    for (int j = 0; j < kBatch; ++j) {
       code[j] = code0 + 16 * ((j0 + j + rot) & 15);
-      k[j] = Ldg4(ckg + code[j]);
-      v[j] = Ldg4(cvg + code[j]);
+      if constexpr (kHalfK) {
+        uint2 r;
+        asm volatile("ld.global.nc.v2.u32 {%0, %1}, [%2];\n" : "=r"(r.x), "=r"(r.y) : "l"(ckh + code[j] * kSubs));
+        const float2 lo = Half2BitsToFloat2(r.x), hi = Half2BitsToFloat2(r.y);
+        k[j] = make_float4(lo.x, lo.y, hi.x, hi.y);
+      } else {
+        k[j] = Ldg4(ckg + code[j]);
+      }
+      if constexpr (kWithV) v[j] = Ldg4(cvg + code[j]);
     }
 #pragma unroll
-    for (int j = 0; j < kBuildBatch; ++j) {
+    for (int j = 0; j < kBatch; ++j) {
       float d[4];
 #pragma unroll
-      for (int h = 0; h < 4; ++h) d[h] = q[h].x * k[j].x + q[h].y * k[j].y + q[h].z * k[j].z + q[h].w * k[j].w;
+      for (int h = 0; h < 4; ++h) d[h] = LutDot(q[h], k[j]);
       lut_s[code[j] * kSubs + m] = make_uint2(PackHalf2(d[0], d[1]), PackHalf2(d[2], d[3]));
-      cv_s[code[j] * kSubs + m] = make_uint2(PackHalf2(v[j].x, v[j].y), PackHalf2(v[j].z, v[j].w));
+      if constexpr (kWithV) {
+        cv_s[code[j] * kSubs + m] = make_uint2(PackHalf2(v[j].x, v[j].y), PackHalf2(v[j].z, v[j].w));
+      }
     }
   }
 }
@@ -118,6 +155,8 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
   uint2* cv_s = lut_s + kSubs * 256;                        // [256][32] x 4 halves (dims)
   const uint32_t lut_hi = (win + lay.lut) >> 16;            // window address bits 16.. of the lut
   const WarpPages pages = MakeWarpPages(p, b, kvh, t0, t1, warp, lane, smem, lay.nlow, lay.high);
+  const bool build = !(p.bench_skip_stages & 4), half_v = p.vq_v_codebook_f16 != nullptr;
+  CopyHalfValues(p, kvh, build && half_v, cv_s);  // one group, before the 3 page groups
   {
     const int id0 = pages.Id(0), id1 = pages.Id(1), id2 = pages.Id(2);
     pages.Issue(0, id0);
@@ -126,7 +165,16 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
   }
   int next_id = pages.Id(3);
 
-  if (!(p.bench_skip_stages & 4)) BuildBooks(p, b, kvh, h0, hb, lut_s, cv_s);
+  if (build) {
+    if (!half_v) {
+      BuildBooks<kBuildBatch, false, true>(p, b, kvh, h0, hb, lut_s, cv_s);
+    } else if (p.vq_k_codebook_f16 == nullptr) {
+      BuildBooks<2 * kBuildBatch, false, false>(p, b, kvh, h0, hb, lut_s, cv_s);
+    } else {
+      BuildBooks<2 * kBuildBatch, true, false>(p, b, kvh, h0, hb, lut_s, cv_s);
+    }
+  }
+  CpAsyncWait<kWStages>();  // the Cv copy has landed (the page groups may be in flight)
   __syncthreads();
 
   const LaneConsts lc = MakeLaneConsts<false>(gid, tig, lut_hi);

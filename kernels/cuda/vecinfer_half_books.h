@@ -1,0 +1,28 @@
+#ifndef VQSERVE_KERNELS_CUDA_VECINFER_HALF_BOOKS_H_
+#define VQSERVE_KERNELS_CUDA_VECINFER_HALF_BOOKS_H_
+
+// fp16 code-major copies of vecinfer codebooks, made once per layer (at cache creation) for
+// DecodeAttentionParams::vq_{k,v}_codebook_f16: the layout the v8 decode kernel keeps in
+// shared memory, so that it copies the value book instead of converting it per block.
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+
+namespace vqserve::cuda {
+
+// halves one fp16 copy of `num_books` books takes (8-bit codes, 4-dim sub-vectors).
+inline int64_t VecInferHalfBookElems(int num_books, int head_dim) {
+  return int64_t{num_books} * 256 * head_dim;
+}
+
+// src: num_books books (head_dim / 4, 256, 4) fp32, book i at src + i * head_dim * 256 floats;
+// dst: (num_books, 256, head_dim / 4, 4) fp16 bits, element (i, code, m, j) = __float2half_rn(
+// src element (i, m, code, j)). "" or the cuda error.
+std::string LaunchVecInferHalfBooks(const float* src, int num_books, int head_dim, uint16_t* dst,
+                                    cudaStream_t stream);
+
+}  // namespace vqserve::cuda
+
+#endif  // VQSERVE_KERNELS_CUDA_VECINFER_HALF_BOOKS_H_
