@@ -15,9 +15,10 @@ SPLIT=${SPLIT:-66000000}
 mkdir -p .devbuild/fullA .devbuild/fullB
 [ -f .devbuild/fullA/part1.xz ] || head -c "$SPLIT" "$MODEL" | xz -6 -T2 > .devbuild/fullA/part1.xz
 [ -f .devbuild/fullB/part2.xz ] || tail -c +"$((SPLIT + 1))" "$MODEL" | xz -6 -T2 > .devbuild/fullB/part2.xz
-bins="vqserve vqctl cuda_e2e_decode_bench cuda_decode_attention_test"
-for t in cuda_model_test cuda_vecinfer_model_test cuda_kivi_model_test cuda_commvq_model_test \
-         cuda_serve_test cuda_graph_test; do
+# TESTS: the gtests to carry (default: the model tests that need the full model; each binary
+# adds ~4 MB to a bundle that has to fit one call beside part 2).
+bins="vqserve vqctl cuda_e2e_decode_bench"
+for t in ${TESTS:-cuda_model_test cuda_vecinfer_model_test cuda_kivi_model_test}; do
   [ -x "$BUILD/bin/$t" ] && bins="$bins $t"
 done
 STRIP=1 XZ_OPT="-9e -T2" bash bench/cuda/bundle_binaries.sh "$BUILD" .devbuild/fullB/bundle.tar.xz $bins

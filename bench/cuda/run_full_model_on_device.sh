@@ -59,7 +59,7 @@ fi
 if [[ " $WHAT " == *" tests "* ]]; then
   {
     for t in cuda_model_test cuda_vecinfer_model_test cuda_kivi_model_test cuda_commvq_model_test \
-             cuda_serve_test cuda_graph_test cuda_decode_attention_test; do
+             cuda_serve_test cuda_graph_test cuda_decode_attention_test; do  # those carried
       [ -x $B/$t ] || { echo "== $t: not in the bundle"; continue; }
       echo "== $t (full model)"
       timeout 120 $B/$t 2>&1 | grep -vE "^\[ +(RUN|OK) +\]"
