@@ -44,10 +44,15 @@ using testing::RunSeq;
 
 constexpr int kSteps = 40;
 // gpu (fp16 weights) vs cpu (fp32): max |dlogit| over the logit range of the step; a value
-// rounded to the next kivi level at a boundary moves a logit a little more than fp16 alone.
-constexpr double kCpuRelTolerance = 0.05;
+// rounded to the next kivi level at a boundary moves a logit a little more than fp16 alone,
+// and the staged decode kernel holds dequantized k, v and p in fp16 (as an fp16 cache holds k,
+// v). measured on the h200: 0.1 % on the 2-block model, up to 5.5 % on the full 30-layer
+// default model (kivi-k2v2 without a sink, every greedy pick equal; docs/device/runFM).
+constexpr double kCpuRelTolerance = 0.08;
 constexpr double kTieMargin = 0.1;  // a different pick within this cpu lead is a tie
-constexpr double kChunkRelTolerance = 0.02;
+// one prefill step (fp32 multi-token kernel) vs token-by-token decode (the staged fp16 kernel):
+// 0.03 % on the 2-block model, 3.0 % on the full model (runFM).
+constexpr double kChunkRelTolerance = 0.04;
 
 TEST(CudaKiviCodec, TheGpuHoldsKivi) {
   for (const char* name : {"kivi-k2v2", "kivi-k4v4"}) {
