@@ -1,9 +1,10 @@
 #!/bin/bash
-# packs the two folders that bench/cuda/run_full_model_on_device.sh carries to the lent gpu
-# machine in two back-to-back calls (each call carries at most 64 MiB):
+# packs the three folders that bench/cuda/run_full_model_on_device.sh carries to the lent gpu
+# machine in three back-to-back calls (each call carries at most 64 MiB):
 #   .devbuild/fullA: part1.xz = the first SPLIT bytes of the default model, xz'd;
-#   .devbuild/fullB: part2.xz = the rest; bundle.tar.xz = binaries of build dir BUILD with their
-#     shared libraries (bench/cuda/bundle_binaries.sh); vecinfer-k2v2.vqcb and, when COMMVQ_VQCB
+#   .devbuild/fullC: bundle.tar.xz = binaries of build dir BUILD with their shared libraries
+#     (bench/cuda/bundle_binaries.sh);
+#   .devbuild/fullB: part2.xz = the rest of the model; vecinfer-k2v2.vqcb and, when COMMVQ_VQCB
 #     names one, commvq-2.vqcb calibrated on the full model; long_prompt.txt; snap/ = a git
 #     archive of HEAD's kernels/ bench/ tests/util (the kernel sweep).
 #   bash bench/cuda/pack_full_model.sh [BUILD=build] [VQCB=models/default.vqcb]
@@ -21,10 +22,11 @@ bins="vqserve vqctl cuda_e2e_decode_bench"
 for t in ${TESTS:-cuda_model_test cuda_vecinfer_model_test cuda_kivi_model_test}; do
   [ -x "$BUILD/bin/$t" ] && bins="$bins $t"
 done
-STRIP=1 XZ_OPT="-9e -T2" bash bench/cuda/bundle_binaries.sh "$BUILD" .devbuild/fullB/bundle.tar.xz $bins
+mkdir -p .devbuild/fullC
+STRIP=1 XZ_OPT="-9e -T2" bash bench/cuda/bundle_binaries.sh "$BUILD" .devbuild/fullC/bundle.tar.xz $bins
 cp "$VQCB" .devbuild/fullB/vecinfer-k2v2.vqcb
 [ -n "${COMMVQ_VQCB:-}" ] && cp "$COMMVQ_VQCB" .devbuild/fullB/commvq-2.vqcb
 head -c 2400 /usr/share/games/fortunes/fortunes > .devbuild/fullB/long_prompt.txt
 rm -rf .devbuild/fullB/snap && mkdir -p .devbuild/fullB/snap
 git archive HEAD kernels bench tests/util | tar -x -C .devbuild/fullB/snap
-du -b .devbuild/fullA .devbuild/fullB
+du -sb .devbuild/fullA .devbuild/fullB .devbuild/fullC

@@ -1,36 +1,40 @@
 #!/bin/bash
-# the full default model (30 blocks) on the lent h200. its 94 MiB gguf is over one call's 64 MiB
-# carry, so it travels in two parts over two back-to-back calls on one warm machine:
-#   call 1 (carry .devbuild/fullA): STAGE=1 bash bench/cuda/run_full_model_on_device.sh
-#     parks part 1 in /tmp/keep (the machine stays warm ~30 s between calls);
-#   call 2 (carry .devbuild/fullB): bash bench/cuda/run_full_model_on_device.sh [what...]
-#     joins the parts, checks sha256 against scripts/model.sha256, then runs `what` (default:
-#     tests generate e2e serve; a later call carrying nothing reuses what call 2 left in /tmp):
-#     check = decode_check --long of the kernel snapshot in .devbuild/fullB/snap; tests = the cuda model tests on the full model with codebooks
-#     calibrated on it; generate = `vqserve generate` per codec on cuda and cpu; serve = `vqserve serve --device cuda` and `--device cpu` per codec, greedy
-#     answers side by side; e2e = cuda_e2e_decode_bench per codec on the real weights (batch 16 x
-#     32K) and on the llama-3.1-8b shape (random weights).
-# prepare both folders here with bench/cuda/pack_full_model.sh. logs go to $OUT.
+# the full default model (30 blocks) on the lent h200. its 94 MiB gguf, the binaries and the
+# codebooks are over one call's 64 MiB carry, so they travel in three back-to-back calls on one
+# warm machine (it stays warm ~30 s between calls), prepared here by bench/cuda/pack_full_model.sh:
+#   call 1 (carry .devbuild/fullA) and call 2 (carry .devbuild/fullB):
+#     STAGE=1 bash bench/cuda/run_full_model_on_device.sh   -- parks what they carry in /tmp/keep
+#   call 3 (carry .devbuild/fullC): bash bench/cuda/run_full_model_on_device.sh [what...]
+#     joins the model, checks sha256 against scripts/model.sha256, unpacks the binaries, then
+#     runs `what` (default: check tests generate e2e serve; a later call carrying nothing reuses
+#     what is left in /tmp):
+#     check = decode_check --long of the kernel snapshot (a git archive of the same commit);
+#     tests = the cuda model tests on the full model with codebooks calibrated on it;
+#     generate = `vqserve generate` per codec on cuda and cpu; serve = `vqserve serve --device
+#     cuda` and `--device cpu` per codec, greedy answers side by side; e2e = cuda_e2e_decode_bench
+#     per codec on the real weights (batch 16 x 32K) and on the llama-3.1-8b shape (random
+#     weights). logs go to $OUT.
 set -o pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" /tmp/keep
 if [ "${STAGE:-0}" = 1 ]; then
-  cp .devbuild/fullA/part1.xz /tmp/keep/ && ls -la /tmp/keep && echo "staged part 1"
+  for d in .devbuild/fullA .devbuild/fullB; do [ -d $d ] && cp -r $d/. /tmp/keep/; done
+  ls -la /tmp/keep && echo "staged"
   exit 0
 fi
-DIR=.devbuild/fullB
-# a later call on the same warm machine (carrying nothing) reuses the joined model and binaries.
+DIR=.devbuild/fullC
 if [ ! -f /tmp/full.gguf ]; then
-  [ -f /tmp/keep/part1.xz ] || { echo "part 1 missing: run call 1 first, on the same warm machine"; exit 1; }
+  for f in part1.xz part2.xz vecinfer-k2v2.vqcb; do
+    [ -f /tmp/keep/$f ] || { echo "/tmp/keep/$f missing: stage calls 1 and 2 first, on the same warm machine"; exit 1; }
+  done
   python3 - <<'PY'
 import lzma
 with open("/tmp/full.gguf", "wb") as g:
-    for p in ("/tmp/keep/part1.xz", ".devbuild/fullB/part2.xz"):
+    for p in ("/tmp/keep/part1.xz", "/tmp/keep/part2.xz"):
         with lzma.open(p) as f:
             g.write(f.read())
 PY
   . "$(dirname "$0")/unpack_bundle.sh"
-  cp $DIR/*.vqcb $DIR/long_prompt.txt /tmp/keep/
 fi
 B=/tmp/b
 export LD_LIBRARY_PATH=$B/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:$LD_LIBRARY_PATH
@@ -40,16 +44,16 @@ got=$(sha256sum /tmp/full.gguf | cut -d' ' -f1)
 [ "$want" = "$got" ] || { echo "joined model sha256 $got != $want"; exit 1; }
 M=/tmp/full.gguf
 export VQSERVE_MODEL=$M VQSERVE_VQCB=$DIR/vecinfer-k2v2.vqcb VQSERVE_CVQCB=$DIR/commvq-2.vqcb
-WHAT=${*:-tests generate e2e serve}
+WHAT=${*:-check tests generate e2e serve}
 {
   date -u; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
   echo "full model sha256 $got (= scripts/model.sha256)"
 } 2>&1 | tee "$OUT/env.log"
 
 if [[ " $WHAT " == *" check "* ]]; then
-  # the kernel sweep of the same commit: a git archive of kernels/ bench/ tests/util in
-  # .devbuild/fullB/snap, built here with the machine's nvcc.
-  (cd .devbuild/fullB/snap && cmake -S bench/cuda -B /tmp/build-snap -DCMAKE_BUILD_TYPE=Release \
+  # the kernel sweep of the same commit: a git archive of kernels/ bench/ tests/util (staged
+  # in /tmp/keep/snap), built here with the machine's nvcc.
+  (cd /tmp/keep/snap && cmake -S bench/cuda -B /tmp/build-snap -DCMAKE_BUILD_TYPE=Release \
      > /tmp/snap.log 2>&1 && cmake --build /tmp/build-snap -j16 >> /tmp/snap.log 2>&1) ||
     { grep -A3 error /tmp/snap.log | head -20; echo "snapshot build failed"; }
   /tmp/build-snap/decode_check --long > "$OUT/check.log" 2>&1
