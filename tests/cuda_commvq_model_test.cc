@@ -219,15 +219,9 @@ class CudaCommVqModelTest : public ::testing::Test {
         "Commutative vector quantization codes each key so that the rotary position embedding "
         "commutes with its codebook, which lets attention meet the codebook before the rotation "
         "and keeps a long context in about two bits per element. ";
-    std::string longer = text;
-    while (static_cast<int>(tok.Encode(longer, true, false).size()) < 330) longer += text;
     // no page coded at prefill (150), one (200), several (330); decode then crosses flush
     // boundaries (every 32 tokens past 160).
-    for (int want : {150, 200, 330}) {
-      std::vector<int32_t> ids = tok.Encode(longer, /*add_bos=*/true, false);
-      ids.resize(want);
-      prompts_.push_back(ids);
-    }
+    prompts_ = testing::PromptsOfLengths(tok, text, std::vector<int>{150, 200, 330});
     KvCacheSpec spec;
     pages_per_seq_ = PagesForTokens(spec, 330 + kSteps + 1) + 1;
   }

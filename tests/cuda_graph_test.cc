@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <memory>
 #include <span>
 #include <string>
@@ -23,6 +24,7 @@
 #include "runtime/cuda_llama_model.h"
 #include "runtime/llama_model.h"
 #include "tests/test_paths.h"
+#include "tests/util/model_compare.h"
 #include "tests/util/test_server.h"
 
 namespace vqserve {
@@ -102,13 +104,8 @@ class CudaGraphTest : public ::testing::TestWithParam<std::pair<std::string, int
     const std::string text =
         "A paged key-value cache lets a language model server batch requests of different "
         "lengths; quantizing it to two bits per value helps with long contexts. ";
-    std::string longer = text;
-    while (static_cast<int>(tok.Encode(longer, true, false).size()) < 300) longer += text;
-    for (int want : kPromptLens) {
-      std::vector<int32_t> ids = tok.Encode(longer, /*add_bos=*/true, false);
-      ids.resize(want);
-      prompts_.push_back(ids);
-    }
+    prompts_ = testing::PromptsOfLengths(
+        tok, text, std::vector<int>(std::begin(kPromptLens), std::end(kPromptLens)));
   }
 
   std::unique_ptr<CudaKvCache> MakeCache(int pages_per_seq) {

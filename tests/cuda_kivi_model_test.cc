@@ -147,15 +147,9 @@ class CudaKiviModelTest : public ::testing::Test {
         "A paged key-value cache stores the keys and values of every earlier token so that a "
         "language model can attend to them without recomputing; quantizing it per channel and "
         "per token to a few bits lets one GPU hold far longer contexts. ";
-    std::string longer = text;
-    while (static_cast<int>(tok.Encode(longer, true, false).size()) < 330) longer += text;
     // no page coded at prefill (127 .. 129), one (200), several (330); decode crosses the
     // flush boundaries at 160, 192, ... and the sink's page end.
-    for (int want : {127, 128, 129, 200, 330}) {
-      std::vector<int32_t> ids = tok.Encode(longer, /*add_bos=*/true, false);
-      ids.resize(want);
-      prompts_.push_back(ids);
-    }
+    prompts_ = testing::PromptsOfLengths(tok, text, std::vector<int>{127, 128, 129, 200, 330});
     KvCacheSpec spec;
     pages_per_seq_ = PagesForTokens(spec, 330 + kSteps + 1) + 1;
   }

@@ -75,13 +75,7 @@ class CudaVecInferModelTest : public ::testing::Test {
         "Explain, step by step, how a paged key-value cache lets a language model server batch "
         "many requests of different lengths without wasting memory, and why quantizing that "
         "cache to two bits per value helps with long contexts. ";
-    std::string longer = text;
-    while (static_cast<int>(tok.Encode(longer, true, false).size()) < 330) longer += text;
-    for (int want : {150, 200, 330}) {
-      std::vector<int32_t> ids = tok.Encode(longer, /*add_bos=*/true, false);
-      ids.resize(want);
-      prompts_.push_back(ids);
-    }
+    prompts_ = testing::PromptsOfLengths(tok, text, std::vector<int>{150, 200, 330});
     KvCacheSpec vi;  // page 32 after a residual of 128: vecinfer's policy
     pages_per_seq_ = PagesForTokens(vi, 330 + kSteps + 1) + 1;
   }

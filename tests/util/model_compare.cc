@@ -13,6 +13,17 @@ int ArgMax(const std::vector<float>& x) {
   return static_cast<int>(std::max_element(x.begin(), x.end()) - x.begin());
 }
 
+std::vector<std::vector<int32_t>> PromptsOfLengths(const Tokenizer& tok, const std::string& text,
+                                                   const std::vector<int>& lengths) {
+  const int longest = *std::max_element(lengths.begin(), lengths.end());
+  std::string longer = text;
+  while (static_cast<int>(tok.Encode(longer, true, false).size()) < longest) longer += text;
+  const std::vector<int32_t> ids = tok.Encode(longer, /*add_bos=*/true, false);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int n : lengths) prompts.emplace_back(ids.begin(), ids.begin() + n);
+  return prompts;
+}
+
 std::vector<std::vector<float>> RunSeq(LlamaModel& model, KvCache& cache, int slot,
                                        int first_page, int pages,
                                        const std::vector<int32_t>& prompt, int chunk, int steps,

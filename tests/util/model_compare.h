@@ -9,10 +9,16 @@
 
 #include "runtime/kv_cache.h"
 #include "runtime/llama_model.h"
+#include "runtime/tokenizer.h"
 
 namespace vqserve::testing {
 
 int ArgMax(const std::vector<float>& x);
+
+// prompts of exactly `lengths` tokens (bos first): `text` repeated until the longest fits,
+// encoded, and cut to each length.
+std::vector<std::vector<int32_t>> PromptsOfLengths(const Tokenizer& tok, const std::string& text,
+                                                   const std::vector<int>& lengths);
 
 // one sequence on `cache` (slot `slot`, pages [first_page, first_page + pages) in reverse
 // order): feeds `prompt` in chunks of `chunk` tokens (0: all at once), then `steps` greedy
