@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/cuda/commvq_case.h"
@@ -201,6 +202,51 @@ int RunSinkCrossCheck(int* cases, double* worst) {
   return failures;
 }
 
+// the case of variant v: 2 kv heads, `heads` query heads of head_dim d, sequences of `lens`.
+DecodeCaseSpec VariantSpec(const Variant& v, int heads, int d, std::vector<int> lens,
+                           uint64_t seed) {
+  DecodeCaseSpec s;
+  s.format = v.format;
+  s.num_kv_heads = 2;
+  s.num_heads = heads;
+  s.head_dim = d;
+  s.lens = std::move(lens);
+  s.residual_tokens = v.residual;
+  s.kivi_bits = v.kivi_bits;
+  s.vq_k_sub_dim = v.dk;
+  s.vq_v_sub_dim = v.dv;
+  s.vq_per_head = v.per_head;
+  s.vq_k_code_bits = v.k_code_bits;
+  s.vq_v_code_bits = v.v_code_bits;
+  s.seed = seed;
+  return s;
+}
+
+struct CaseOutcome {
+  double rel = 0;   // relative error against the float64 reference
+  double diff = 0;  // with fp16 books: relative difference to the run without them
+  int ndiff = 0;    // ... and how many floats differ
+  bool ok = false;
+  std::string err;  // the launch's error, if any
+};
+
+// runs variant v on spec s with `splits` (0: chosen) and checks it.
+CaseOutcome RunVariantCase(const Variant& v, const DecodeCaseSpec& s, int splits) {
+  DecodeCase c = MakeDecodeCase(s);
+  DeviceDecodeCase dev(c);
+  dev.params().num_splits = splits;
+  dev.params().vecinfer_version = v.vecinfer_version;
+  dev.params().fp16_version = v.fp16_version;
+  dev.params().kivi_version = v.kivi_version;
+  if (v.half_books) dev.UploadHalfBooks(v.half_books == 2);
+  CaseOutcome o;
+  const std::vector<float> out = LaunchCase(s.format, &dev, &o.err);
+  o.rel = o.err.empty() ? RelativeError(out, ReferenceDecodeAttention(c)) : INFINITY;
+  o.diff = DiffWithoutHalfBooks(s.format, out, &dev, &o.ndiff);
+  o.ok = o.rel <= 1e-3 && (v.half_books != 1 || o.diff <= 1e-6);
+  return o;
+}
+
 int Run(bool with_long, bool commvq_only, bool vecinfer_only, bool kivi_only) {
   const Variant variants[] = {
       {"fp16", DecodeFormat::kFp16, 2, 4, 4, 0, false},
@@ -250,77 +296,30 @@ int Run(bool with_long, bool commvq_only, bool vecinfer_only, bool kivi_only) {
     for (int d : {64, 128}) {
       for (int g : {1, 3, 4, 8}) {
         for (int splits : {0, 1, 7}) {
-          DecodeCaseSpec s;
-          s.format = v.format;
-          s.num_kv_heads = 2;
-          s.num_heads = 2 * g;
-          s.head_dim = d;
-          s.lens = lens;
-          s.residual_tokens = v.residual;
-          s.kivi_bits = v.kivi_bits;
-          s.vq_k_sub_dim = v.dk;
-          s.vq_v_sub_dim = v.dv;
-          s.vq_per_head = v.per_head;
-          s.vq_k_code_bits = v.k_code_bits;
-          s.vq_v_code_bits = v.v_code_bits;
-          s.seed = ++seed;
-          DecodeCase c = MakeDecodeCase(s);
-          DeviceDecodeCase dev(c);
-          dev.params().num_splits = splits;
-          dev.params().vecinfer_version = v.vecinfer_version;
-          dev.params().fp16_version = v.fp16_version;
-          dev.params().kivi_version = v.kivi_version;
-          if (v.half_books) dev.UploadHalfBooks(v.half_books == 2);
-          std::string err;
-          const std::vector<float> out = LaunchCase(s.format, &dev, &err);
-          double rel = err.empty() ? RelativeError(out, ReferenceDecodeAttention(c)) : INFINITY;
-          int ndiff = 0;
-          const double diff = DiffWithoutHalfBooks(s.format, out, &dev, &ndiff);
-          const bool ok = rel <= 1e-3 && (v.half_books != 1 || diff <= 1e-6);
+          const CaseOutcome o = RunVariantCase(v, VariantSpec(v, 2 * g, d, lens, ++seed), splits);
+          const double rel = o.rel;
+          const bool ok = o.ok;
           ++cases;
           failures += !ok;
           if (rel > worst) worst = rel;
-          if (!ok || splits == 0 || (v.half_books && ndiff > 0)) {
+          if (!ok || splits == 0 || (v.half_books && o.ndiff > 0)) {
             std::printf("%-22s D=%3d G=%d splits=%d rel_err=%.3e %s %s", v.name, d, g, splits, rel,
-                        ok ? "ok" : "FAIL", err.c_str());
-            if (v.half_books) std::printf(" vs-fp32-books: %d elems differ, rel %.3e", ndiff, diff);
+                        ok ? "ok" : "FAIL", o.err.c_str());
+            if (v.half_books) std::printf(" vs-fp32-books: %d elems differ, rel %.3e", o.ndiff, o.diff);
             std::printf("\n");
           }
         }
       }
     }
     if (with_long) {
-      DecodeCaseSpec s;
-      s.format = v.format;
-      s.num_kv_heads = 2;
-      s.num_heads = 8;
-      s.head_dim = 128;
-      s.lens = {131072 + 77, 5};
-      s.residual_tokens = v.residual;
-      s.kivi_bits = v.kivi_bits;
-      s.vq_k_sub_dim = v.dk;
-      s.vq_v_sub_dim = v.dv;
-      s.vq_per_head = v.per_head;
-      s.vq_k_code_bits = v.k_code_bits;
-      s.vq_v_code_bits = v.v_code_bits;
-      s.seed = ++seed;
-      DecodeCase c = MakeDecodeCase(s);
-      DeviceDecodeCase dev(c);
-      dev.params().vecinfer_version = v.vecinfer_version;
-      dev.params().fp16_version = v.fp16_version;
-      dev.params().kivi_version = v.kivi_version;
-      if (v.half_books) dev.UploadHalfBooks(v.half_books == 2);
-      std::string err;
-      const std::vector<float> out = LaunchCase(s.format, &dev, &err);
-      double rel = err.empty() ? RelativeError(out, ReferenceDecodeAttention(c)) : INFINITY;
-      int ndiff = 0;
-      const double diff = DiffWithoutHalfBooks(s.format, out, &dev, &ndiff);
-      const bool ok = rel <= 1e-3 && (v.half_books != 1 || diff <= 1e-6);
+      const CaseOutcome o = RunVariantCase(v, VariantSpec(v, 8, 128, {131072 + 77, 5}, ++seed), 0);
+      const double rel = o.rel;
+      const bool ok = o.ok;
       ++cases;
       failures += !ok;
       if (rel > worst) worst = rel;
-      std::printf("%-22s D=128 G=4 len=131149 rel_err=%.3e %s %s", v.name, rel, ok ? "ok" : "FAIL", err.c_str());
-      if (v.half_books) std::printf(" vs-fp32-books: %d elems differ, rel %.3e", ndiff, diff);
+      std::printf("%-22s D=128 G=4 len=131149 rel_err=%.3e %s %s", v.name, rel, ok ? "ok" : "FAIL", o.err.c_str());
+      if (v.half_books) std::printf(" vs-fp32-books: %d elems differ, rel %.3e", o.ndiff, o.diff);
       std::printf("\n");
     }
   }
