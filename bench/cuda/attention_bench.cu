@@ -63,6 +63,7 @@ struct Kernel {
   int kivi_version = 0;  // 1: the element-wise kivi kernel instead of the staged one
   int k_code_bits = 8, v_code_bits = 8;  // vecinfer code widths (12: the generic kernel)
   int half_books = 0;  // fp16 book copies (vecinfer_half_books.h): 1 values, 2 keys + values
+  bool plain_combine = false;  // DecodeAttentionParams::plain_combine
 };
 
 // commvq token scales (fp16 key norms, the first 64 * kv heads bytes of every page): 4 .. 24.
@@ -145,6 +146,9 @@ int main(int argc, char** argv) {
       {"vecinfer-k2v2-v8", KvPageFormat::kVecInfer, 2, 4, 4, 128, 6},
       {"vecinfer-k2v2-v8h", KvPageFormat::kVecInfer, 2, 4, 4, 128, 6, 0, 0, 0, 0, 8, 8, 1},
       {"vecinfer-k2v2-v8hk", KvPageFormat::kVecInfer, 2, 4, 4, 128, 6, 0, 0, 0, 0, 8, 8, 2},
+      {"vecinfer-k2v2-v8h-plain", KvPageFormat::kVecInfer, 2, 4, 4, 128, 6, 0, 0, 0, 0, 8, 8, 1, true},
+      {"vecinfer-k2v2-h", KvPageFormat::kVecInfer, 2, 4, 4, 128, 0, 0, 0, 0, 0, 8, 8, 1},
+      {"fp16-paged-plain", KvPageFormat::kFp16, 2, 4, 4, 0, 0, 0, 0, 0, 0, 8, 8, 0, true},
       {"vecinfer-k1v1", KvPageFormat::kVecInfer, 2, 8, 8, 128},
       {"vecinfer-k2v1", KvPageFormat::kVecInfer, 2, 4, 8, 128},
       {"vecinfer-k3v3", KvPageFormat::kVecInfer, 2, 4, 4, 128, 0, 0, 0, 0, 0, 12, 12},
@@ -291,6 +295,7 @@ int main(int argc, char** argv) {
         p.vecinfer_version = k.vecinfer_version;
         p.fp16_version = k.fp16_version;
         p.kivi_version = k.kivi_version;
+        p.plain_combine = k.plain_combine;
         if (k.format == KvPageFormat::kCommVq) {
           p.commvq_key_rounds = k.cvq_rounds;
           p.commvq_value_rounds = k.cvq_value_rounds;
@@ -326,8 +331,9 @@ int main(int argc, char** argv) {
           const bool v8 = k.name.rfind("vecinfer-k2v2-v8", 0) == 0;  // v8, v8h, v8hk
           if (k.format == KvPageFormat::kVecInfer && (v8 || k.name == "vecinfer-k2v2-lut" || k.name == "vecinfer-k2v2-v7" || k.name == "vecinfer-k2v2-v7r") && ((batch == 16 && ctx == 32768) || (batch == 1 && ctx == 131072) || (v8 && batch == 1 && ctx == 8192))) {
             // v8 also: 4 = without the book build, 8 = without the residual ring, 15 = all four,
-            // 16 = without the l2 prefetch of the ring rows (still right).
-            for (int skip : v8 ? std::vector<int>{1, 2, 3, 4, 8, 15, 16} : std::vector<int>{1, 2, 3}) {
+            // 16 = without the l2 prefetch of the ring rows (still right), 32 = without the page
+            // work (pages copied only), 47 = nothing but the page copies.
+            for (int skip : v8 ? std::vector<int>{1, 2, 3, 4, 8, 15, 16, 32, 47} : std::vector<int>{1, 2, 3}) {
               p.bench_skip_stages = skip;
               std::vector<float> ms2;
               for (int it = 0; it < 15; ++it) {
@@ -343,7 +349,8 @@ int main(int argc, char** argv) {
               std::printf("  %s without %s: %.1f us\n", k.name.c_str(),
                           skip == 1 ? "score gathers" : skip == 2 ? "value gathers" : skip == 3 ? "score+value gathers"
                           : skip == 4 ? "book build" : skip == 8 ? "residual ring" : skip == 15 ? "gathers+books+residual"
-                          : "residual l2 prefetch (right results)",
+                          : skip == 16 ? "residual l2 prefetch (right results)"
+                          : skip == 32 ? "page work (pages copied only)" : "all but the page copies",
                           Median(ms2) * 1e3);
             }
             p.bench_skip_stages = 0;

@@ -100,8 +100,9 @@ std::string DispatchVecInferHeads(const DecodeAttentionParams& p, int hb, int sp
 }
 
 // the tensor-core vecinfer kernel that vecinfer_version 0 runs with one split: 3 = v6, 4 = v7,
-// 5 = v7r, 6 = v8 (with several splits version 0 runs v8).
-constexpr int kDefaultVecInferMma = 4;
+// 5 = v7r, 6 = v8 (with several splits version 0 runs v8). v8 since its one-split launch attends
+// the ring before its copies: 177.7 vs v7 183.1 us at 16 x 32K, 343.8 vs 354.1 at 32 x 32K (runS6e).
+constexpr int kDefaultVecInferMma = 6;
 
 template <int D>
 std::string DispatchVecInfer(const DecodeAttentionParams& p, int hb, int splits, cudaStream_t s) {
@@ -111,7 +112,7 @@ std::string DispatchVecInfer(const DecodeAttentionParams& p, int hb, int splits,
   // 5 v7r (v7 with routed value gathers), 6 v8 (v7's loop, cheaper book build and residual).
   if (D == 128 && dk == 4 && dv == 4 && hb <= 4 && p.vecinfer_version != 1) {
     // default: v8 when the launch has several splits (batch <= 8 on 132 sms: faster than v7 at
-    // every measured size, runV8b), v7 with one split (v8 within -1.4 % .. +2.7 % there).
+    // every measured size, runV8b), kDefaultVecInferMma with one split.
     const int v = p.vecinfer_version != 0 ? p.vecinfer_version : splits > 1 ? 6 : kDefaultVecInferMma;
     if (v == 6) return LaunchVecInferV8Decode(p, hb, splits, s);
     if (v >= 4) {

@@ -104,7 +104,7 @@ struct DecodeAttentionParams {
   float rope_theta = 10000.0f;
   // vecinfer kernel where the tensor-core kernels apply (head_dim 128, 4-dim key and value
   // sub-vectors, <= 4 query heads per kv head block; elsewhere always the lut kernel, v4):
-  // 0 = the default (v8 with several splits, v7 with one), 1 = the lut kernel (v4), 2 = key mma scores (v5), 3 = fp16 lut scores
+  // 0 = the default (v8), 1 = the lut kernel (v4), 2 = key mma scores (v5), 3 = fp16 lut scores
   // + value mma (v6), 4 = lut scores and values both on the tensor cores (v7), 5 = v7 with
   // conflict-free value gathers (v7r), 6 = v7's page loop with cheaper per-launch work (v8).
   int vecinfer_version = 0;
@@ -114,9 +114,12 @@ struct DecodeAttentionParams {
   int num_splits = 0;  // 0 chooses; otherwise 1 .. kMaxDecodeSplits
   // benchmarks only (wrong results): vecinfer skips its score gathers (bit 0) and/or its value
   // gathers (bit 1) so that stage costs can be told apart; v8 also its book build (bit 2), its
-  // sink + residual ring (bit 3) and (results stay right) the ring's l2 prefetch (bit 4). 0 in
-  // real use.
+  // sink + residual ring (bit 3), its whole per-page work (bit 5: the pages are only copied)
+  // and (results stay right) the ring's l2 prefetch (bit 4). 0 in real use.
   int bench_skip_stages = 0;
+  // benchmarks only: true launches the split combine as a plain kernel after the decode kernel
+  // instead of by programmatic dependent launch (same results).
+  bool plain_combine = false;
   // fp16 kernel: 0 = pages staged through shared memory (kernels/cuda/fp16_staged_decode.h);
   // 1 = the older element-wise kernel (kernels/cuda/paged_dense_decode.cuh), for comparison.
   int fp16_version = 0;

@@ -7,8 +7,10 @@ namespace vqserve::cuda {
 namespace {
 
 // grid (batch * num_heads), 128 threads. slots with m = -inf hold no tokens; a head with no
-// tokens at all gets zeros.
+// tokens at all gets zeros. launched programmatically it may start before the decode kernel
+// ends: it waits for it first.
 __global__ void SplitCombineKernel(const DecodeAttentionParams p, int num_slots) {
+  GridDependencyWait();
   const int b = blockIdx.x / p.num_heads, h = blockIdx.x % p.num_heads;
   float mx = -INFINITY;
   for (int s = 0; s < num_slots; ++s) mx = fmaxf(mx, PartialMl(p, b, h, s)->x);
@@ -36,8 +38,18 @@ __global__ void SplitCombineKernel(const DecodeAttentionParams p, int num_slots)
 }  // namespace
 
 std::string LaunchSplitCombine(const DecodeAttentionParams& p, int num_splits, cudaStream_t stream) {
-  SplitCombineKernel<<<p.batch * p.num_heads, 128, 0, stream>>>(p, num_splits + 1);
-  VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  // programmatic dependent launch (p.plain_combine: a plain one, for benchmarks): the launch
+  // overlaps the decode kernel's tail instead of following it.
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(p.batch * p.num_heads);
+  cfg.blockDim = dim3(128);
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = p.plain_combine ? 0 : 1;
+  VQ_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&cfg, SplitCombineKernel, p, num_splits + 1));
   return "";
 }
 

@@ -13,14 +13,15 @@
 //    page i is done.
 //  - the residual ring + sink (last split) run warp-parallel (warp_residual.cuh: one merge, no
 //    per-chunk barriers; v7: DenseAttendRange, 3 barriers per 64 tokens), their rows asked
-//    into l2 at the start.
+//    into l2 at the start; with one split before the book build, else after the pages.
 //
 // grid (splits, kv heads x head groups, batch), 512 threads (16 warps), hb <= 4 query heads of
 // one kv head per block. smem: lut and Cv fp16 [256 codes][32 sub-vectors][4] (64 KB each,
 // code-major, the lut at a 64 KB-aligned window address), per warp 3 stages of one 32-token
 // page (k codes [32][32] then v codes [32][32]). warp w takes pages w, w + 16, ...
-// bench_skip_stages (benchmarks only): 1 score gathers, 2 value gathers, 4 book build, 8 residual
-// (wrong results); 16 skips only the l2 prefetch of the residual rows (results stay right).
+// bench_skip_stages (benchmarks only): 1 score gathers, 2 value gathers, 4 book build, 8 residual,
+// 32 all page work (pages still copied) (wrong results); 16 skips only the l2 prefetch of the
+// residual rows (results stay right).
 //  - with several splits, the last one (it also attends the residual) takes fewer pages.
 
 #include <string>
@@ -144,8 +145,12 @@ __device__ __forceinline__ void BuildBooks(const DecodeAttentionParams& p, int b
 
 // coded tokens [t0, t1) of sequence b, query heads h0 .. h0 + hb - 1 of kv head kvh ->
 // workspace slot `split`.
+// residual_first: attends the sink + residual ring into slot `split` + 1 first, before any copy
+// is issued (the lut space is its scratch): with one split its loads would otherwise queue
+// behind the stream (13-14 us at 16 x 32K at the end or behind the first copies, runS6c/d).
 __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int hb, int split, int b,
-                                             int kvh, int h0, int t0, int t1, uint8_t* smem) {
+                                             int kvh, int h0, int t0, int t1, bool residual_first,
+                                             uint8_t* smem) {
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
   uint32_t win;
   asm("mov.u32 %0, vq_v8_smem;\n" : "=r"(win));
@@ -155,6 +160,10 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
   uint2* cv_s = lut_s + kSubs * 256;                        // [256][32] x 4 halves (dims)
   const uint32_t lut_hi = (win + lay.lut) >> 16;            // window address bits 16.. of the lut
   const WarpPages pages = MakeWarpPages(p, b, kvh, t0, t1, warp, lane, smem, lay.nlow, lay.high);
+  if (residual_first) {
+    WarpResidual(p, b, kvh, h0, hb, split + 1, reinterpret_cast<float*>(lut_s));
+    __syncthreads();  // its merge has read the scratch: the copies and the lut build may write
+  }
   const bool build = !(p.bench_skip_stages & 4), half_v = p.vq_v_codebook_f16 != nullptr;
   CopyHalfValues(p, kvh, build && half_v, cv_s);  // one group, before the 3 page groups
   {
@@ -181,13 +190,14 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
   WarpPartial part;
   part.Init();
   const int page0 = t0 / 32;
+  const bool attend = !(p.bench_skip_stages & 32);
   int st_use = 0;
   for (int i = 0; i < pages.npages; ++i) {
     CpAsyncWait<2>();  // page i has landed (i + 1, i + 2 may be in flight)
     __syncwarp();
     uint8_t* kc = pages.wst + st_use * kStageBytes;
     const uint8_t* vc = kc + kPageCodes;
-    AttendPage<false>(p, lc, kc, vc, (page0 + warp + kWarps * i) * 32, t1, &part);
+    if (attend) AttendPage<false>(p, lc, kc, vc, (page0 + warp + kWarps * i) * 32, t1, &part);
     __syncwarp();  // every lane is done with this stage: page i + 3 may land in it
     pages.Issue(st_use, next_id);
     next_id = pages.Id(i + 4);
@@ -213,21 +223,25 @@ __device__ inline void V8SplitRange(int len, int num_splits, int split, int* t0,
 // docs/kv_formats.md; writes workspace partials (batch, num_heads, splits + 1, 128 + 2).
 __global__ void __launch_bounds__(kThreads, 1)
     VecInferV8DecodeKernel(const DecodeAttentionParams p, int hb, int num_splits) {
+  LaunchDependents();  // the split combine may be scheduled (on free sms) now; it waits for us
   uint8_t* smem = reinterpret_cast<uint8_t*>(vq_v8_smem);
   const int split = blockIdx.x, b = blockIdx.z;
   int kvh, h0;
   BlockHeads(p, hb, &kvh, &h0);
   const bool residual = split == num_splits - 1 && !(p.bench_skip_stages & 8);
-  if (residual && !(p.bench_skip_stages & 16)) PrefetchResidualL2<kThreads>(p, b, kvh);
   int t0, t1;
   V8SplitRange(p.coded_lens[b], num_splits, split, &t0, &t1);
+  // one split: the ring first (see CodedPartial); several: the last split (fewest tokens)
+  // attends it after its pages, its rows asked into l2 now.
+  const bool first = residual && num_splits == 1 && t0 < t1;
+  if (residual && !first && !(p.bench_skip_stages & 16)) PrefetchResidualL2<kThreads>(p, b, kvh);
   if (t0 < t1) {
-    CodedPartial(p, hb, split, b, kvh, h0, t0, t1, smem);
+    CodedPartial(p, hb, split, b, kvh, h0, t0, t1, first, smem);
   } else {
     WriteEmptyPartial(p, b, h0, hb, split);
   }
-  // the last split (fewest tokens) also attends the sink + residual ring into slot num_splits.
-  if (split == num_splits - 1) {
+  // the last split also attends the sink + residual ring into slot num_splits.
+  if (split == num_splits - 1 && !first) {
     __syncthreads();
     if (residual) {
       WarpResidual(p, b, kvh, h0, hb, num_splits, reinterpret_cast<float*>(smem));
