@@ -99,9 +99,10 @@ std::string DispatchVecInferHeads(const DecodeAttentionParams& p, int hb, int sp
   return "vecinfer decode: unsupported heads per block";
 }
 
-// the tensor-core vecinfer kernel that vecinfer_version 0 runs with one split: 3 = v6, 4 = v7,
-// 5 = v7r, 6 = v8 (with several splits version 0 runs v8). v8 since its one-split launch attends
-// the ring before its copies: 177.7 vs v7 183.1 us at 16 x 32K, 343.8 vs 354.1 at 32 x 32K (runS6e).
+// the tensor-core vecinfer kernel that vecinfer_version 0 runs: 3 = v6, 4 = v7, 5 = v7r, 6 = v8.
+// v8 at every split count: faster than v7 with several splits (runV8b) and, since its one-split
+// launch attends the ring before its copies, with one too (177.7 vs 183.1 us at 16 x 32K, 343.8
+// vs 354.1 at 32 x 32K, runS6e).
 constexpr int kDefaultVecInferMma = 6;
 
 template <int D>
@@ -111,9 +112,7 @@ std::string DispatchVecInfer(const DecodeAttentionParams& p, int hb, int splits,
   // vecinfer_version: 0 default (kDefaultVecInferMma), 1 v4 lut, 2 v5 mma keys, 3 v6, 4 v7,
   // 5 v7r (v7 with routed value gathers), 6 v8 (v7's loop, cheaper book build and residual).
   if (D == 128 && dk == 4 && dv == 4 && hb <= 4 && p.vecinfer_version != 1) {
-    // default: v8 when the launch has several splits (batch <= 8 on 132 sms: faster than v7 at
-    // every measured size, runV8b), kDefaultVecInferMma with one split.
-    const int v = p.vecinfer_version != 0 ? p.vecinfer_version : splits > 1 ? 6 : kDefaultVecInferMma;
+    const int v = p.vecinfer_version != 0 ? p.vecinfer_version : kDefaultVecInferMma;
     if (v == 6) return LaunchVecInferV8Decode(p, hb, splits, s);
     if (v >= 4) {
       DecodeAttentionParams q = p;
