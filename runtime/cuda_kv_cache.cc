@@ -183,17 +183,22 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
   vc.per_head = cb->options.per_head;
   vc.hadamard = cb->options.hadamard;
   if (shape.head_dim == 128 && k.sub_dim == 4 && v.sub_dim == 4 && k.code_bits == 8 && v.code_bits == 8) {
-    // the v8 decode kernel copies these instead of converting the fp32 value books per block.
+    // the v8 decode kernel copies the value books and builds its lut from the fp16 key books
+    // instead of converting / loading the fp32 ones per block.
     const int books = shape.num_layers * (vc.per_head ? shape.num_kv_heads : 1);
     const int64_t n = cuda::VecInferHalfBookElems(books, shape.head_dim);
-    if (cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&c->half_books_), n * sizeof(uint16_t));
+    if (cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&c->half_books_), 2 * n * sizeof(uint16_t));
         e != cudaSuccess) {
       return absl::ResourceExhaustedError(absl::StrCat("cuda kv cache: fp16 books: ", cudaGetErrorString(e)));
     }
     std::string err = cuda::LaunchVecInferHalfBooks(vc.v_centroids, books, shape.head_dim, c->half_books_, nullptr);
+    if (err.empty()) {
+      err = cuda::LaunchVecInferHalfBooks(vc.k_centroids, books, shape.head_dim, c->half_books_ + n, nullptr);
+    }
     if (cudaError_t e = cudaDeviceSynchronize(); err.empty() && e != cudaSuccess) err = cudaGetErrorString(e);
     if (!err.empty()) return absl::InternalError(absl::StrCat("cuda kv cache: fp16 books: ", err));
     vc.v_centroids_f16 = c->half_books_;
+    vc.k_centroids_f16 = c->half_books_ + n;
   }
   return c;
 }

@@ -37,10 +37,13 @@ struct CudaVecInferConstants {
   int v_code_bits = 8;
   bool per_head = false;  // g = num_kv_heads, else 1
   bool hadamard = true;
-  // fp16 code-major copy of v_centroids, (layers, g, 256, D / 4, 4) (kernels/cuda/
-  // vecinfer_half_books.h), for the shape of the tensor-core decode kernels (D 128, 4-dim
-  // sub-vectors, 8-bit codes); null otherwise. element offsets as v_centroids'.
+  // fp16 code-major copies of v_centroids and k_centroids, (layers, g, 256, D / 4, 4)
+  // (kernels/cuda/vecinfer_half_books.h), for the shape of the tensor-core decode kernels (D
+  // 128, 4-dim sub-vectors, 8-bit codes); null otherwise. element offsets as the fp32 books'.
+  // the decode kernel's lut is fp16 either way; fp16 key books change its output by ~2e-5
+  // relative (decode_check, v8hk) and halve the bytes every block loads to build it.
   const uint16_t* v_centroids_f16 = nullptr;
+  const uint16_t* k_centroids_f16 = nullptr;
 };
 
 // a commvq cache's constants in device memory, all layers, the rounds in use only:
@@ -117,7 +120,7 @@ class CudaKvCache : public KvCache {
   CudaVecInferConstants vecinfer_;
   CudaCommVqConstants commvq_;
   float* constants_ = nullptr;  // device: vecinfer lambda, k, v centroids; commvq books, freqs
-  uint16_t* half_books_ = nullptr;  // device: vecinfer fp16 value books (v_centroids_f16)
+  uint16_t* half_books_ = nullptr;  // device: vecinfer fp16 value then key books (*_centroids_f16)
 
   KvShape shape_;
   KvCacheSpec spec_;

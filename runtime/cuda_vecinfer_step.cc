@@ -88,6 +88,7 @@ std::string CudaVecInferStep::Layer(const CudaKvCache& cache, int layer,
     dp.vq_v_code_bits = codec.v_code_bits;
     if (const uint16_t* hv = cache.vecinfer().v_centroids_f16; hv != nullptr) {  // same offsets as the fp32 books
       dp.vq_v_codebook_f16 = hv + (codec.v_codebook - cache.vecinfer().v_centroids);
+      dp.vq_k_codebook_f16 = cache.vecinfer().k_centroids_f16 + (codec.k_codebook - cache.vecinfer().k_centroids);
     }
     coded.SetDecodeSink(cache, layer, &dp);
     return cuda::LaunchDecodeAttention(cuda::KvPageFormat::kVecInfer, dp, stream);

@@ -4,7 +4,8 @@
 //   kernel,batch,context,time_us,bytes,gbps,pct_of_copy
 // usage: attention_bench [out.csv|-] [kernel batch context]   (the three filter one case)
 // env BENCH_KERNELS=a,b,...: time only these kernels; env BENCH_SIZES=16x32768,1x131072,...:
-// only these batch x context sizes; BENCH_BATCHES=1,16,...: only these batches.
+// only these batch x context sizes; BENCH_BATCHES=1,16,...: only these batches;
+// VQSERVE_BENCH_TIMELINE=1: v8 kernels also print one launch's per-block phase times.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cuda/timeline_summary.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/decode_attention.h"
 #include "kernels/cuda/vecinfer_half_books.h"
@@ -148,6 +150,7 @@ int main(int argc, char** argv) {
       {"vecinfer-k2v2-v8hk", KvPageFormat::kVecInfer, 2, 4, 4, 128, 6, 0, 0, 0, 0, 8, 8, 2},
       {"vecinfer-k2v2-v8h-plain", KvPageFormat::kVecInfer, 2, 4, 4, 128, 6, 0, 0, 0, 0, 8, 8, 1, true},
       {"vecinfer-k2v2-h", KvPageFormat::kVecInfer, 2, 4, 4, 128, 0, 0, 0, 0, 0, 8, 8, 1},
+      {"vecinfer-k2v2-hk", KvPageFormat::kVecInfer, 2, 4, 4, 128, 0, 0, 0, 0, 0, 8, 8, 2},
       {"fp16-paged-plain", KvPageFormat::kFp16, 2, 4, 4, 0, 0, 0, 0, 0, 0, 8, 8, 0, true},
       {"vecinfer-k1v1", KvPageFormat::kVecInfer, 2, 8, 8, 128},
       {"vecinfer-k2v1", KvPageFormat::kVecInfer, 2, 4, 8, 128},
@@ -328,7 +331,8 @@ int main(int argc, char** argv) {
           if (csv) std::fprintf(csv, "%s,%d,%d,%.2f,%.0f,%.1f,%.1f\n", k.name.c_str(), batch, ctx, us, bytes, gbps,
                                 100.0 * gbps * 1e9 / ceiling);
           // stage costs of the vecinfer kernel (wrong results on purpose): skip scores / values.
-          const bool v8 = k.name.rfind("vecinfer-k2v2-v8", 0) == 0;  // v8, v8h, v8hk
+          // v8, v8h, v8hk and the default dispatch with the runtime's fp16 books (v8 too)
+          const bool v8 = k.name.rfind("vecinfer-k2v2-v8", 0) == 0 || k.name == "vecinfer-k2v2-hk";
           if (k.format == KvPageFormat::kVecInfer && (v8 || k.name == "vecinfer-k2v2-lut" || k.name == "vecinfer-k2v2-v7" || k.name == "vecinfer-k2v2-v7r") && ((batch == 16 && ctx == 32768) || (batch == 1 && ctx == 131072) || (v8 && batch == 1 && ctx == 8192))) {
             // v8 also: 4 = without the book build, 8 = without the residual ring, 15 = all four,
             // 16 = without the l2 prefetch of the ring rows (still right), 32 = without the page
@@ -354,6 +358,30 @@ int main(int argc, char** argv) {
                           Median(ms2) * 1e3);
             }
             p.bench_skip_stages = 0;
+          }
+          // per-block phase stamps of one launch (the 5th of 5).
+          if (v8 && std::getenv("VQSERVE_BENCH_TIMELINE") != nullptr) {
+            unsigned long long* tl;
+            const size_t words = vqserve::cuda::kTimelineWords;
+            VQ_CUDA_CHECK(cudaMalloc(&tl, words * 8));
+            float t = 0;
+            for (int it = 0; it < 5; ++it) {
+              VQ_CUDA_CHECK(cudaMemset(tl, 0, words * 8));
+              p.pages = pages + (it % copies) * pool;
+              p.bench_timeline = tl;
+              VQ_CUDA_CHECK(cudaEventRecord(e0));
+              vqserve::cuda::LaunchDecodeAttention(k.format, p, nullptr);
+              VQ_CUDA_CHECK(cudaEventRecord(e1));
+              VQ_CUDA_CHECK(cudaEventSynchronize(e1));
+              VQ_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
+            }
+            p.bench_timeline = nullptr;
+            std::vector<unsigned long long> host(words);
+            VQ_CUDA_CHECK(cudaMemcpy(host.data(), tl, words * 8, cudaMemcpyDeviceToHost));
+            VQ_CUDA_CHECK(cudaFree(tl));
+            const int splits = vqserve::cuda::ChooseDecodeSplits(k.format, p);
+            std::printf("  %s timeline of one launch (event %.1f us, %d splits):\n", k.name.c_str(), t * 1e3, splits);
+            vqserve::bench::PrintTimeline(host, splits * kKvHeads * batch, batch * kHeads, splits == 1);
           }
         }
         for (void* ptr : std::vector<void*>{pages, d_table, d_coded, d_res, d_slots, ring_k, ring_v, q, qt, out, ws, ck, cv, hk, hv}) {

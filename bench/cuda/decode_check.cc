@@ -131,7 +131,7 @@ int RunCommVq(bool with_long, int* cases, double* worst) {
 }
 
 // the float64 reference has no attention sink: cross-checks the sink path of v8 (its own
-// warp-parallel residual) against v7's (ResidualPartial) on random fp16 sink rows. returns the
+// block-parallel residual) against v7's (ResidualPartial) on random fp16 sink rows. returns the
 // failures (relative difference > 1e-4).
 int RunSinkCrossCheck(int* cases, double* worst) {
   int failures = 0;
@@ -273,6 +273,7 @@ int Run(bool with_long, bool commvq_only, bool vecinfer_only, bool kivi_only) {
       {"vecinfer-k2v2-v8h", DecodeFormat::kVecInfer, 2, 4, 4, 128, false, 6, 0, 0, 8, 8, 1},
       {"vecinfer-k2v2-v8h-ph", DecodeFormat::kVecInfer, 2, 4, 4, 128, true, 6, 0, 0, 8, 8, 1},
       {"vecinfer-k2v2-h", DecodeFormat::kVecInfer, 2, 4, 4, 128, false, 0, 0, 0, 8, 8, 1},
+      {"vecinfer-k2v2-hk", DecodeFormat::kVecInfer, 2, 4, 4, 128, false, 0, 0, 0, 8, 8, 2},
       {"vecinfer-k2v2-v8hk", DecodeFormat::kVecInfer, 2, 4, 4, 128, false, 6, 0, 0, 8, 8, 2},
       {"vecinfer-k4v4", DecodeFormat::kVecInfer, 2, 2, 2, 128, false},
       {"vecinfer-k1v1", DecodeFormat::kVecInfer, 2, 8, 8, 128, false},

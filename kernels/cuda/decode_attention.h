@@ -120,6 +120,9 @@ struct DecodeAttentionParams {
   // benchmarks only: true launches the split combine as a plain kernel after the decode kernel
   // instead of by programmatic dependent launch (same results).
   bool plain_combine = false;
+  // benchmarks only (null in real use): v8 and the split combine write %globaltimer stamps
+  // per block here (decode_timeline.h has the layout) so that a launch's phases can be timed.
+  unsigned long long* bench_timeline = nullptr;
   // fp16 kernel: 0 = pages staged through shared memory (kernels/cuda/fp16_staged_decode.h);
   // 1 = the older element-wise kernel (kernels/cuda/paged_dense_decode.cuh), for comparison.
   int fp16_version = 0;

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/decode_attention.h"
+#include "kernels/cuda/decode_timeline.h"
 
 namespace vqserve::cuda {
 
@@ -76,6 +77,32 @@ __device__ inline void CpAsyncWait() {
 // LaunchDependents() lets the kernel behind this one be scheduled before this grid exits.
 __device__ inline void GridDependencyWait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
 __device__ inline void LaunchDependents() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
+
+// benchmarks only: %globaltimer (ns) into p.bench_timeline[word] when it is set.
+__device__ inline void TimelineWrite(const DecodeAttentionParams& p, int word) {
+  if (p.bench_timeline == nullptr) return;
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+  p.bench_timeline[word] = t;
+}
+// word `i` of this decode block's stamps (decode_timeline.h), or -1 past the recorded blocks.
+__device__ inline int TimelineDecodeWord(int i) {
+  const int n = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  return n < kTimelineMaxDecodeBlocks ? n * kTimelineDecodeStride + i : -1;
+}
+// thread 0 stamps decode stamp i; TimelineWarp: lane 0 of every warp stamps its own word.
+__device__ inline void TimelineStamp(const DecodeAttentionParams& p, int i) {
+  const int w = TimelineDecodeWord(i);
+  if (threadIdx.x == 0 && w >= 0) TimelineWrite(p, w);
+}
+__device__ inline void TimelineClock(const DecodeAttentionParams& p, int i) {
+  const int w = TimelineDecodeWord(i);
+  if (threadIdx.x == 0 && w >= 0 && p.bench_timeline != nullptr) p.bench_timeline[w] = clock64();
+}
+__device__ inline void TimelineWarp(const DecodeAttentionParams& p) {
+  const int w = TimelineDecodeWord(kTimelineWarpBase + (threadIdx.x >> 5));
+  if ((threadIdx.x & 31) == 0 && w >= 0) TimelineWrite(p, w);
+}
 
 // block index -> (kv head, first query head) when each block serves hb query heads of one kv
 // head (blockIdx.y enumerates kv heads x head groups).

@@ -6,33 +6,59 @@
 namespace vqserve::cuda {
 namespace {
 
-// grid (batch * num_heads), 128 threads. slots with m = -inf hold no tokens; a head with no
-// tokens at all gets zeros. launched programmatically it may start before the decode kernel
-// ends: it waits for it first.
+// grid (batch * num_heads), 128 threads, num_slots <= kWorkspaceSlots (<= 64). slots with
+// m = -inf hold no tokens; a head with no tokens at all gets zeros. launched programmatically
+// it may start before the decode kernel ends: it waits for it first. warp 0 turns the slots'
+// (m, l) into weights in one round of loads, then every thread sums its dims over the slots
+// with the accumulator loads unrolled (few dependent round trips: 17 slots at 1 x 128K).
 __global__ void SplitCombineKernel(const DecodeAttentionParams p, int num_slots) {
+  __shared__ float weight[kWorkspaceSlots];  // exp(m_s - max), 0 for empty slots
+  __shared__ float inv_denom;                // 0: the head has no tokens
+  const bool stamp = threadIdx.x == 0 && blockIdx.x < kTimelineMaxCombineBlocks;
+  if (stamp) TimelineWrite(p, kTimelineCombineBase + 4 * blockIdx.x);
   GridDependencyWait();
+  if (stamp) TimelineWrite(p, kTimelineCombineBase + 4 * blockIdx.x + 1);
   const int b = blockIdx.x / p.num_heads, h = blockIdx.x % p.num_heads;
-  float mx = -INFINITY;
-  for (int s = 0; s < num_slots; ++s) mx = fmaxf(mx, PartialMl(p, b, h, s)->x);
+  if (threadIdx.x < 32) {
+    const int lane = threadIdx.x;
+    float2 ml[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int slot = lane + 32 * i;
+      ml[i] = slot < num_slots ? *PartialMl(p, b, h, slot) : make_float2(-INFINITY, 0.0f);
+    }
+    const float mx = WarpMax(fmaxf(ml[0].x, ml[1].x));
+    float l = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int slot = lane + 32 * i;
+      const float e = ml[i].x == -INFINITY ? 0.0f : __expf(ml[i].x - mx);
+      if (slot < kWorkspaceSlots) weight[slot] = e;
+      l += ml[i].y * e;
+    }
+    l = WarpSum(l);
+    if (lane == 0) inv_denom = mx == -INFINITY ? 0.0f : 1.0f / l;
+  }
+  __syncthreads();
+  const float inv = inv_denom;
   float* out = p.out + b * p.out_batch_stride + h * p.out_head_stride;
-  if (mx == -INFINITY) {
-    for (int d = threadIdx.x; d < p.head_dim; d += blockDim.x) out[d] = 0.0f;
-    return;
-  }
-  float denom = 0.0f;
-  for (int s = 0; s < num_slots; ++s) {
-    const float2 ml = *PartialMl(p, b, h, s);
-    if (ml.x != -INFINITY) denom += ml.y * __expf(ml.x - mx);
-  }
-  const float inv = 1.0f / denom;
   for (int d = threadIdx.x; d < p.head_dim; d += blockDim.x) {
     float o = 0.0f;
-    for (int s = 0; s < num_slots; ++s) {
-      const float2 ml = *PartialMl(p, b, h, s);
-      if (ml.x != -INFINITY) o += PartialAcc(p, b, h, s)[d] * __expf(ml.x - mx);
+    int s = 0;
+    for (; s + 4 <= num_slots; s += 4) {
+      float a[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) a[i] = PartialAcc(p, b, h, s + i)[d];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) o += weight[s + i] == 0.0f ? 0.0f : a[i] * weight[s + i];
+    }
+    for (; s < num_slots; ++s) {
+      const float a = PartialAcc(p, b, h, s)[d];
+      o += weight[s] == 0.0f ? 0.0f : a * weight[s];
     }
     out[d] = o * inv;
   }
+  if (stamp) TimelineWrite(p, kTimelineCombineBase + 4 * blockIdx.x + 2);
 }
 
 }  // namespace

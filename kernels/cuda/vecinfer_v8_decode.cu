@@ -11,9 +11,9 @@
 //    p.vq_k_codebook_f16, fp16 Ck: half the bytes, Ck rounded before the product).
 //  - 3 pages per warp are in flight during the book build (v7: 2); page i + 3 is issued after
 //    page i is done.
-//  - the residual ring + sink (last split) run warp-parallel (warp_residual.cuh: one merge, no
-//    per-chunk barriers; v7: DenseAttendRange, 3 barriers per 64 tokens), their rows asked
-//    into l2 at the start; with one split before the book build, else after the pages.
+//  - the residual ring + sink (last split) run block-parallel (block_residual.cuh: one round of
+//    global loads per 128 tokens; v7: DenseAttendRange, 3 barriers per 64 tokens), their rows
+//    asked into l2 at the start; with one split before the book build, else after the pages.
 //
 // grid (splits, kv heads x head groups, batch), 512 threads (16 warps), hb <= 4 query heads of
 // one kv head per block. smem: lut and Cv fp16 [256 codes][32 sub-vectors][4] (64 KB each,
@@ -30,7 +30,7 @@
 #include "kernels/cuda/decode_attention_common.cuh"
 #include "kernels/cuda/decode_attention_instances.h"
 #include "kernels/cuda/vecinfer_mma7_page.cuh"
-#include "kernels/cuda/warp_residual.cuh"
+#include "kernels/cuda/block_residual.cuh"
 
 // the kernel's dynamic shared memory; at file scope so that inline ptx can name it.
 extern __shared__ float4 vq_v8_smem[];
@@ -43,7 +43,7 @@ constexpr int kBuildBatch = 8;  // codebook rows loaded before use, per thread
 // books, 16 warps x 3 stages and the alignment gap of the books (MakeLayout: fits at the
 // sm_90 dynamic-base window address 0x400 and at 0).
 static_assert(2 * kBookBytes + kWarps * kWarpStage + 0x400 <= kSmemBytes, "smem");
-static_assert(kWarpResidualFloats * 4 <= kBookBytes, "residual smem");
+static_assert(kBlockResidualFloats * 4 <= kBookBytes, "residual smem");
 static_assert(kSubs * 256 == 16 * kThreads, "book build: 16 entries per thread");
 
 __device__ inline float4 Ldg4(const float4* p) {
@@ -161,9 +161,10 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
   const uint32_t lut_hi = (win + lay.lut) >> 16;            // window address bits 16.. of the lut
   const WarpPages pages = MakeWarpPages(p, b, kvh, t0, t1, warp, lane, smem, lay.nlow, lay.high);
   if (residual_first) {
-    WarpResidual(p, b, kvh, h0, hb, split + 1, reinterpret_cast<float*>(lut_s));
+    BlockResidual(p, b, kvh, h0, hb, split + 1, reinterpret_cast<float*>(lut_s));
     __syncthreads();  // its merge has read the scratch: the copies and the lut build may write
   }
+  TimelineStamp(p, kStampRingFirst);
   const bool build = !(p.bench_skip_stages & 4), half_v = p.vq_v_codebook_f16 != nullptr;
   CopyHalfValues(p, kvh, build && half_v, cv_s);  // one group, before the 3 page groups
   {
@@ -185,6 +186,7 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
   }
   CpAsyncWait<kWStages>();  // the Cv copy has landed (the page groups may be in flight)
   __syncthreads();
+  TimelineStamp(p, kStampBooks);
 
   const LaneConsts lc = MakeLaneConsts<false>(gid, tig, lut_hi);
   WarpPartial part;
@@ -203,14 +205,17 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
     next_id = pages.Id(i + 4);
     st_use = st_use == kWStages - 1 ? 0 : st_use + 1;
   }
+  TimelineWarp(p);
+  TimelineStamp(p, kStampPages);
   MergeBlock<false>(p, lc, part, b, h0, hb, split, warp, lane, lut_s);
+  TimelineStamp(p, kStampMerge);
 }
 
 // coded tokens [*t0, *t1) of split `split`: as SplitRange, but the splits are cut as if there
 // were kResidualDebt more tokens, so the last split, which also attends the residual ring
-// (measured ~10-14 us, runV8a, ~5 pages per warp), gets that many fewer coded tokens (none
-// when there are few); one split takes everything.
-constexpr int kResidualDebt = 2560;
+// (128 tokens: ~7 us at 1 x 128K, runS7c, ~3 pages per warp), gets that many fewer coded
+// tokens (none when there are few); one split takes everything.
+constexpr int kResidualDebt = 1536;
 __device__ inline void V8SplitRange(int len, int num_splits, int split, int* t0, int* t1) {
   const int padded = num_splits > 1 ? len + kResidualDebt : len;
   int per = (padded + num_splits - 1) / num_splits;
@@ -224,6 +229,13 @@ __device__ inline void V8SplitRange(int len, int num_splits, int split, int* t0,
 __global__ void __launch_bounds__(kThreads, 1)
     VecInferV8DecodeKernel(const DecodeAttentionParams p, int hb, int num_splits) {
   LaunchDependents();  // the split combine may be scheduled (on free sms) now; it waits for us
+  TimelineStamp(p, kStampEntry);
+  TimelineClock(p, kClockEntry);
+  if (p.bench_timeline != nullptr && threadIdx.x == 0 && TimelineDecodeWord(0) >= 0) {
+    unsigned smid;
+    asm("mov.u32 %0, %%smid;\n" : "=r"(smid));
+    p.bench_timeline[TimelineDecodeWord(kTimelineSmid)] = smid;
+  }
   uint8_t* smem = reinterpret_cast<uint8_t*>(vq_v8_smem);
   const int split = blockIdx.x, b = blockIdx.z;
   int kvh, h0;
@@ -244,11 +256,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (split == num_splits - 1 && !first) {
     __syncthreads();
     if (residual) {
-      WarpResidual(p, b, kvh, h0, hb, num_splits, reinterpret_cast<float*>(smem));
+      BlockResidual(p, b, kvh, h0, hb, num_splits, reinterpret_cast<float*>(smem));
     } else {
       WriteEmptyPartial(p, b, h0, hb, num_splits);
     }
   }
+  TimelineStamp(p, kStampEnd);
+  TimelineClock(p, kClockEnd);
 }
 
 }  // namespace
