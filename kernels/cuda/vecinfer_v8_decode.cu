@@ -147,7 +147,8 @@ __device__ __forceinline__ void BuildBooks(const DecodeAttentionParams& p, int b
 // workspace slot `split`.
 // residual_first: attends the sink + residual ring into slot `split` + 1 first, before any copy
 // is issued (the lut space is its scratch). measured with one split at 16 x 32K: 2-8 us faster
-// than after the pages (runS6c/e); the ring itself costs ~14 us wherever it sits (not understood).
+// than after the pages (runS6c/e). the ring step (block_residual.cuh) takes ~7 us of it
+// (runS7c timeline), 3.8 us of that in its one round of loads + scores.
 __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int hb, int split, int b,
                                              int kvh, int h0, int t0, int t1, bool residual_first,
                                              uint8_t* smem) {
