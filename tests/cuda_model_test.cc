@@ -86,6 +86,13 @@ std::vector<Continuation> Greedy(LlamaModel& model, KvCache& cache,
   return runs;
 }
 
+// max |x - y| of one step's logits.
+double StepMaxDiff(const std::vector<float>& x, const std::vector<float>& y) {
+  double diff = 0.0;
+  for (size_t i = 0; i < x.size(); ++i) diff = std::max(diff, double(std::fabs(x[i] - y[i])));
+  return diff;
+}
+
 // largest |a - b| over all steps of all prompts; *range: the largest logit range of `a`.
 double MaxDiff(const std::vector<Continuation>& a, const std::vector<Continuation>& b, double* range) {
   double diff = 0.0;
@@ -94,7 +101,7 @@ double MaxDiff(const std::vector<Continuation>& a, const std::vector<Continuatio
     for (size_t s = 0; s < a[j].logits.size(); ++s) {
       const std::vector<float>& x = a[j].logits[s];
       const std::vector<float>& y = b[j].logits[s];
-      for (size_t i = 0; i < x.size(); ++i) diff = std::max(diff, double(std::fabs(x[i] - y[i])));
+      diff = std::max(diff, StepMaxDiff(x, y));
       const auto [lo, hi] = std::minmax_element(x.begin(), x.end());
       *range = std::max(*range, double(*hi - *lo));
     }
@@ -174,9 +181,7 @@ TEST_F(CudaModelTest, GreedyTokensAndLogitsMatchCpu) {
         // over the gpu's pick is <= 2 e (and e is held to kCpuRelTolerance below). the
         // full default model flipped once in 192 steps, at a cpu lead of 8e-5 logits.
         const std::vector<float>& cl = ref[j].logits[s];
-        const std::vector<float>& gl = got[j].logits[s];
-        double step_diff = 0.0;
-        for (size_t i = 0; i < cl.size(); ++i) step_diff = std::max(step_diff, std::fabs(double{cl[i]} - gl[i]));
+        const double step_diff = StepMaxDiff(cl, got[j].logits[s]);
         const double margin = cl[ref[j].argmax[s]] - cl[got[j].argmax[s]];
         std::printf("prompt %zu step %d: cpu %d gpu %d (cpu lead %.2e, step max |dlogit| %.2e)\n", j, s,
                     ref[j].argmax[s], got[j].argmax[s], margin, step_diff);

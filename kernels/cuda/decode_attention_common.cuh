@@ -90,18 +90,26 @@ __device__ inline int TimelineDecodeWord(int i) {
   const int n = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
   return n < kTimelineMaxDecodeBlocks ? n * kTimelineDecodeStride + i : -1;
 }
-// thread 0 stamps decode stamp i; TimelineWarp: lane 0 of every warp stamps its own word.
+// thread 0 stamps decode word i with %globaltimer (TimelineStamp), clock64 (TimelineClock) or
+// the sm id (TimelineSmid); TimelineWarp: lane 0 of every warp stamps its own word. all return
+// at once when p.bench_timeline is null (real use).
 __device__ inline void TimelineStamp(const DecodeAttentionParams& p, int i) {
-  const int w = TimelineDecodeWord(i);
-  if (threadIdx.x == 0 && w >= 0) TimelineWrite(p, w);
+  if (p.bench_timeline == nullptr || threadIdx.x != 0) return;
+  if (const int w = TimelineDecodeWord(i); w >= 0) TimelineWrite(p, w);
 }
 __device__ inline void TimelineClock(const DecodeAttentionParams& p, int i) {
-  const int w = TimelineDecodeWord(i);
-  if (threadIdx.x == 0 && w >= 0 && p.bench_timeline != nullptr) p.bench_timeline[w] = clock64();
+  if (p.bench_timeline == nullptr || threadIdx.x != 0) return;
+  if (const int w = TimelineDecodeWord(i); w >= 0) p.bench_timeline[w] = clock64();
+}
+__device__ inline void TimelineSmid(const DecodeAttentionParams& p, int i) {
+  if (p.bench_timeline == nullptr || threadIdx.x != 0) return;
+  unsigned smid;
+  asm("mov.u32 %0, %%smid;\n" : "=r"(smid));
+  if (const int w = TimelineDecodeWord(i); w >= 0) p.bench_timeline[w] = smid;
 }
 __device__ inline void TimelineWarp(const DecodeAttentionParams& p) {
-  const int w = TimelineDecodeWord(kTimelineWarpBase + (threadIdx.x >> 5));
-  if ((threadIdx.x & 31) == 0 && w >= 0) TimelineWrite(p, w);
+  if (p.bench_timeline == nullptr || (threadIdx.x & 31) != 0) return;
+  if (const int w = TimelineDecodeWord(kTimelineWarpBase + (threadIdx.x >> 5)); w >= 0) TimelineWrite(p, w);
 }
 
 // block index -> (kv head, first query head) when each block serves hb query heads of one kv

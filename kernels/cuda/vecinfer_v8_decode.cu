@@ -26,11 +26,11 @@
 
 #include <string>
 
+#include "kernels/cuda/block_residual.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/decode_attention_common.cuh"
 #include "kernels/cuda/decode_attention_instances.h"
 #include "kernels/cuda/vecinfer_mma7_page.cuh"
-#include "kernels/cuda/block_residual.cuh"
 
 // the kernel's dynamic shared memory; at file scope so that inline ptx can name it.
 extern __shared__ float4 vq_v8_smem[];
@@ -232,11 +232,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   LaunchDependents();  // the split combine may be scheduled (on free sms) now; it waits for us
   TimelineStamp(p, kStampEntry);
   TimelineClock(p, kClockEntry);
-  if (p.bench_timeline != nullptr && threadIdx.x == 0 && TimelineDecodeWord(0) >= 0) {
-    unsigned smid;
-    asm("mov.u32 %0, %%smid;\n" : "=r"(smid));
-    p.bench_timeline[TimelineDecodeWord(kTimelineSmid)] = smid;
-  }
+  TimelineSmid(p, kTimelineSmid);
   uint8_t* smem = reinterpret_cast<uint8_t*>(vq_v8_smem);
   const int split = blockIdx.x, b = blockIdx.z;
   int kvh, h0;
