@@ -66,6 +66,7 @@ struct Kernel {
   int k_code_bits = 8, v_code_bits = 8;  // vecinfer code widths (12: the generic kernel)
   int half_books = 0;  // fp16 book copies (vecinfer_half_books.h): 1 values, 2 keys + values
   bool plain_combine = false;  // DecodeAttentionParams::plain_combine
+  int commvq_version = 0;      // DecodeAttentionParams::commvq_version (1: the cluster kernel)
 };
 
 // commvq token scales (fp16 key norms, the first 64 * kv heads bytes of every page): 4 .. 24.
@@ -158,6 +159,7 @@ int main(int argc, char** argv) {
       {"vecinfer-k1.5v1.5", KvPageFormat::kVecInfer, 2, 8, 8, 128, 0, 0, 0, 0, 0, 12, 12},
       {"commvq-1", KvPageFormat::kCommVq, 2, 4, 4, 128, 0, 11, 1},
       {"commvq-2", KvPageFormat::kCommVq, 2, 4, 4, 128, 0, 21, 2},
+      {"commvq-1-v1", KvPageFormat::kCommVq, 2, 4, 4, 128, 0, 11, 1, 0, 0, 8, 8, 0, false, 1},
   };
   const char* only_env = std::getenv("BENCH_KERNELS");
   const std::string only_list = only_env ? "," + std::string(only_env) + "," : "";
@@ -302,6 +304,7 @@ int main(int argc, char** argv) {
         if (k.format == KvPageFormat::kCommVq) {
           p.commvq_key_rounds = k.cvq_rounds;
           p.commvq_value_rounds = k.cvq_value_rounds;
+          p.commvq_version = k.commvq_version;
           p.rope_theta = 500000.0f;
           p.vq_k_codebook_head_stride = static_cast<int64_t>(k.cvq_rounds) * 64 * kDim;
           p.vq_v_codebook_head_stride = static_cast<int64_t>(k.cvq_value_rounds) * 256 * kDim;

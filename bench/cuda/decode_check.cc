@@ -73,12 +73,14 @@ CommVqCaseSpec CommVqSpec(int bits, int d) {
   return s;
 }
 
-// one commvq case: launch, compare; returns the relative error (inf on a launch error).
-double CheckCommVq(const CommVqCaseSpec& s, int splits, std::string* err) {
+// one commvq case: launch (commvq_version `version`), compare; returns the relative error (inf
+// on a launch error).
+double CheckCommVq(const CommVqCaseSpec& s, int splits, int version, std::string* err) {
   DecodeCase c = MakeCommVqCase(s);
   DeviceDecodeCase dev(c);
   SetCommVqParams(s, &dev.params());
   dev.params().num_splits = splits;
+  dev.params().commvq_version = version;
   dev.PoisonOutput();
   *err = cuda::LaunchDecodeAttention(cuda::KvPageFormat::kCommVq, dev.params(), nullptr);
   VQ_CUDA_CHECK(cudaDeviceSynchronize());
@@ -93,20 +95,22 @@ int RunCommVq(bool with_long, int* cases, double* worst) {
     for (int d : {64, 128}) {
       for (int g : {1, 3, 4, 8}) {
         for (int splits : {0, 1, 7}) {
-          CommVqCaseSpec s = CommVqSpec(bits, d);
-          s.num_kv_heads = 2;
-          s.num_heads = 2 * g;
-          s.lens = lens;
-          s.seed = ++seed;
-          std::string err;
-          const double rel = CheckCommVq(s, splits, &err);
-          const bool ok = rel <= 1e-3;
-          ++*cases;
-          failures += !ok;
-          if (rel > *worst) *worst = rel;
-          if (!ok || splits == 0) {
-            std::printf("commvq-%d (R=%2d Rv=%d)    D=%3d G=%d splits=%d rel_err=%.3e %s %s\n", bits, s.key_rounds,
-                        s.value_rounds, d, g, splits, rel, ok ? "ok" : "FAIL", err.c_str());
+          for (int version : {0, 1}) {  // the default (warp kernel where it applies), the cluster kernel
+            CommVqCaseSpec s = CommVqSpec(bits, d);
+            s.num_kv_heads = 2;
+            s.num_heads = 2 * g;
+            s.lens = lens;
+            s.seed = ++seed;
+            std::string err;
+            const double rel = CheckCommVq(s, splits, version, &err);
+            const bool ok = rel <= 1e-3;
+            ++*cases;
+            failures += !ok;
+            if (rel > *worst) *worst = rel;
+            if (!ok || splits == 0) {
+              std::printf("commvq-%d (R=%2d Rv=%d) v%d D=%3d G=%d splits=%d rel_err=%.3e %s %s\n", bits, s.key_rounds,
+                          s.value_rounds, version, d, g, splits, rel, ok ? "ok" : "FAIL", err.c_str());
+            }
           }
         }
       }
@@ -117,7 +121,7 @@ int RunCommVq(bool with_long, int* cases, double* worst) {
         s.lens = {131072 + 77, 5, 4133};
         s.seed = ++seed;
         std::string err;
-        const double rel = CheckCommVq(s, 0, &err);
+        const double rel = CheckCommVq(s, 0, 0, &err);
         const bool ok = rel <= 1e-3;
         ++*cases;
         failures += !ok;

@@ -2,7 +2,10 @@
 #define VQSERVE_KERNELS_CUDA_COMMVQ_DECODE_CUH_
 
 // commvq decode attention reading the 12-bit commutative key codes and 8-bit residual value
-// codes directly (page format: docs/kv_formats.md, "commvq-R").
+// codes directly (page format: docs/kv_formats.md, "commvq-R"): the cluster kernel, fp32 books
+// split over the blocks of a cluster. LaunchDecodeAttention runs it where the warp kernel's
+// fp16 books do not fit in one sm (commvq-2 at head_dim 128) and for commvq_version 1; the
+// default elsewhere is commvq_warp_decode.h.
 //
 // keys: code (A, B) of round r reconstructs pair j as zeta_{r,A,j} + i zeta_{r,B,j}; the
 // entries commute with rope, so token t (position p_t, scale s_t) scores

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kernels/cuda/commvq_decode_layout.cuh"
+#include "kernels/cuda/commvq_warp_decode.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/decode_attention_common.cuh"
 #include "kernels/cuda/decode_attention_instances.h"
@@ -53,7 +54,8 @@ bool VecInferLutShape(const DecodeAttentionParams& p) {
 int HeadsPerBlockFor(KvPageFormat f, const DecodeAttentionParams& p) {
   const int group = p.num_heads / p.num_kv_heads;
   int limit = 8;
-  if (f == KvPageFormat::kCommVq) {
+  if (f == KvPageFormat::kCommVq && UsesCommVqWarp(p)) limit = kCommVqWarpMaxHeads;
+  if (f == KvPageFormat::kCommVq && !UsesCommVqWarp(p)) {
     while (limit > 1 && CvqLayout(limit, p.commvq_key_rounds, p.commvq_value_rounds).total >
                             static_cast<size_t>(kCvqSmemLimit)) {
       limit /= 2;
@@ -200,6 +202,15 @@ int ChooseDecodeSplits(KvPageFormat f, const DecodeAttentionParams& p) {
   if (p.num_splits > 0) return p.num_splits;
   const int hb = HeadsPerBlockFor(f, p);
   const int blocks = p.batch * p.num_kv_heads * (p.num_heads / p.num_kv_heads / hb);
+  if (f == KvPageFormat::kCommVq && UsesCommVqWarp(p)) {
+    // one block per sm for its whole split: fill one wave (the short residual blocks of the
+    // extra column free their sms for any page blocks left over).
+    int s = blocks * 5 < SmCount() * 4 ? SmCount() / blocks : 1;
+    const int tiles = (p.max_coded_len + kSplitAlign - 1) / kSplitAlign;
+    if (s > tiles / 2) s = tiles / 2;
+    if (s > kMaxDecodeSplits) s = kMaxDecodeSplits;
+    return s < 1 ? 1 : s;
+  }
   if (f == KvPageFormat::kCommVq) {
     // commvq: clusters of head_dim / 32 blocks, smem-bound: fill the sms once, >= 2 tiles a split.
     const int cluster_blocks = blocks * CvqClusterSize(p.head_dim);
@@ -257,6 +268,10 @@ std::string LaunchDecodeAttention(KvPageFormat f, const DecodeAttentionParams& p
                              : DispatchVecInfer<128>(p, hb, splits, stream);
       break;
     case KvPageFormat::kCommVq:
+      if (UsesCommVqWarp(p)) {
+        err = LaunchCommVqWarpDecode(p, hb, splits, stream);
+        break;
+      }
       err = p.head_dim == 64 ? DispatchCommVq<64>(p, hb, splits, stream)
                              : DispatchCommVq<128>(p, hb, splits, stream);
       break;

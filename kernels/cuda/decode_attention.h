@@ -102,6 +102,9 @@ struct DecodeAttentionParams {
   int commvq_key_rounds = 0;
   int commvq_value_rounds = 0;
   float rope_theta = 10000.0f;
+  // commvq kernel: 0 = the warp kernel where its books fit (commvq_warp_decode.h), else the
+  // cluster kernel; 1 = always the cluster kernel (commvq_decode.cuh), for comparison.
+  int commvq_version = 0;
   // vecinfer kernel where the tensor-core kernels apply (head_dim 128, 4-dim key and value
   // sub-vectors, <= 4 query heads per kv head block; elsewhere always the lut kernel, v4):
   // 0 = the default (v8), 1 = the lut kernel (v4), 2 = key mma scores (v5), 3 = fp16 lut scores
