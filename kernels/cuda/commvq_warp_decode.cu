@@ -121,18 +121,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr int kDecWords = (2 * R + 7) / 8 * 2;  // u32 words of a token's decoded rows
   extern __shared__ __align__(16) uint8_t cvw_smem[];
   const int split = blockIdx.x, b = blockIdx.z;
-  int kvh, h0;
-  BlockHeads(p, hb, &kvh, &h0);
-  if (split == num_splits) {
-    ResidualPartial<D, HBP, kThreads>(p, b, kvh, h0, hb, split, reinterpret_cast<float*>(cvw_smem));
-    return;
-  }
-  int t0, t1;
-  SplitRange(p.coded_lens[b], num_splits, split, &t0, &t1);
-  if (t0 >= t1) {
-    WriteEmptyPartial(p, b, h0, hb, split);
-    return;
-  }
+  int kvh, h0, t0, t1;
+  if (!BeginSplitBlock<D, HBP, kThreads>(p, hb, num_splits, reinterpret_cast<float*>(cvw_smem), &kvh, &h0, &t0, &t1)) return;
   const int RV = p.commvq_value_rounds, H = p.num_kv_heads;
   const WarpLayout L = MakeWarpLayout(D, R, RV);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;

@@ -292,6 +292,27 @@ __device__ void ResidualPartial(const DecodeAttentionParams& p, int b, int kvh, 
   DenseAttendRange<D, HBP, SinkRingSource, NT>(p, src, b, h0, hb, 0, n_sink + n_ring, slot, smem);
 }
 
+// the start of a split-kv decode block (grid (splits + 1, kv heads x head groups, batch)): sets
+// *kvh, *h0 and the split's coded tokens [*t0, *t1) of sequence blockIdx.z; false when the block
+// is done: x == num_splits folded the sink + residual ring (ResidualPartial, NT threads, smem),
+// or the split holds no tokens (an empty partial written).
+template <int D, int HBP, int NT = kDecodeThreads>
+__device__ inline bool BeginSplitBlock(const DecodeAttentionParams& p, int hb, int num_splits,
+                                       float* smem, int* kvh, int* h0, int* t0, int* t1) {
+  const int split = blockIdx.x, b = blockIdx.z;
+  BlockHeads(p, hb, kvh, h0);
+  if (split == num_splits) {
+    ResidualPartial<D, HBP, NT>(p, b, *kvh, *h0, hb, split, smem);
+    return false;
+  }
+  SplitRange(p.coded_lens[b], num_splits, split, t0, t1);
+  if (*t0 >= *t1) {
+    WriteEmptyPartial(p, b, *h0, hb, split);
+    return false;
+  }
+  return true;
+}
+
 // the block of an element-wise decode kernel (grid (splits + 1, kv heads x head groups,
 // batch)): block x == num_splits folds the sink and the residual ring against p.q; block x <
 // num_splits its split of the coded pages, the source make_source(b, kvh) hands out, against
@@ -300,19 +321,9 @@ template <int D, int HBP, class MakeSource>
 __device__ void DenseDecodeBlock(const DecodeAttentionParams& p, int hb, int num_splits,
                                  float* smem, const MakeSource& make_source,
                                  const float* queries = nullptr) {
-  const int split = blockIdx.x, b = blockIdx.z;
-  int kvh, h0;
-  BlockHeads(p, hb, &kvh, &h0);
-  if (split == num_splits) {
-    ResidualPartial<D, HBP>(p, b, kvh, h0, hb, split, smem);
-    return;
-  }
-  int t0, t1;
-  SplitRange(p.coded_lens[b], num_splits, split, &t0, &t1);
-  if (t0 >= t1) {
-    WriteEmptyPartial(p, b, h0, hb, split);
-    return;
-  }
+  const int b = blockIdx.z, split = blockIdx.x;
+  int kvh, h0, t0, t1;
+  if (!BeginSplitBlock<D, HBP>(p, hb, num_splits, smem, &kvh, &h0, &t0, &t1)) return;
   DenseAttendRange<D, HBP>(p, make_source(b, kvh), b, h0, hb, t0, t1, split, smem, queries);
 }
 

@@ -49,18 +49,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   extern __shared__ float4 staged_smem4[];
   uint8_t* smem = reinterpret_cast<uint8_t*>(staged_smem4);
   const int split = blockIdx.x, b = blockIdx.z;
-  int kvh, h0;
-  BlockHeads(p, hb, &kvh, &h0);
-  if (split == num_splits) {
-    ResidualPartial<D, HBP, kThreads>(p, b, kvh, h0, hb, split, reinterpret_cast<float*>(smem));
-    return;
-  }
-  int t0, t1;
-  SplitRange(p.coded_lens[b], num_splits, split, &t0, &t1);
-  if (t0 >= t1) {
-    WriteEmptyPartial(p, b, h0, hb, split);
-    return;
-  }
+  int kvh, h0, t0, t1;
+  if (!BeginSplitBlock<D, HBP, kThreads>(p, hb, num_splits, reinterpret_cast<float*>(smem), &kvh, &h0, &t0, &t1)) return;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   float* q_s = reinterpret_cast<float*>(smem + S::kQ);
   float* s_s = reinterpret_cast<float*>(smem + S::kS);

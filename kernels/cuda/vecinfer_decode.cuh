@@ -87,18 +87,8 @@ __global__ void __launch_bounds__(kVqThreads, 1)
   extern __shared__ float4 vq_smem4[];
   uint8_t* smem = reinterpret_cast<uint8_t*>(vq_smem4);
   const int split = blockIdx.x, b = blockIdx.z;
-  int kvh, h0;
-  BlockHeads(p, hb, &kvh, &h0);
-  if (split == num_splits) {
-    ResidualPartial<D, HBP, kVqThreads>(p, b, kvh, h0, hb, split, reinterpret_cast<float*>(smem));
-    return;
-  }
-  int t0, t1;
-  SplitRange(p.coded_lens[b], num_splits, split, &t0, &t1);
-  if (t0 >= t1) {
-    WriteEmptyPartial(p, b, h0, hb, split);
-    return;
-  }
+  int kvh, h0, t0, t1;
+  if (!BeginSplitBlock<D, HBP, kVqThreads>(p, hb, num_splits, reinterpret_cast<float*>(smem), &kvh, &h0, &t0, &t1)) return;
   float* lut = reinterpret_cast<float*>(smem);                 // [256][kHv][kMk][kVw]
   __half* cv = reinterpret_cast<__half*>(smem + C::kRegion0);  // [256][kMv][DV]
   uint8_t* stages = smem + C::kRegion0 + C::kCvBytes;          // kStages x [kTile][kMk + kMv]

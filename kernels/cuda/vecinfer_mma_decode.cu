@@ -63,18 +63,8 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
   extern __shared__ float4 mma_smem4[];
   uint8_t* smem = reinterpret_cast<uint8_t*>(mma_smem4);
   const int split = blockIdx.x, b = blockIdx.z;
-  int kvh, h0;
-  BlockHeads(p, hb, &kvh, &h0);
-  if (split == num_splits) {
-    ResidualPartial<kDim, 4, kMmaThreads>(p, b, kvh, h0, hb, split, reinterpret_cast<float*>(smem));
-    return;
-  }
-  int t0, t1;
-  SplitRange(p.coded_lens[b], num_splits, split, &t0, &t1);
-  if (t0 >= t1) {
-    WriteEmptyPartial(p, b, h0, hb, split);
-    return;
-  }
+  int kvh, h0, t0, t1;
+  if (!BeginSplitBlock<kDim, 4, kMmaThreads>(p, hb, num_splits, reinterpret_cast<float*>(smem), &kvh, &h0, &t0, &t1)) return;
   uint2* ck_s = reinterpret_cast<uint2*>(smem);  // [32][256] x 4 halves
   uint2* cv_s = ck_s + kSubs * 256;
   uint8_t* stages = smem + 2 * kBookBytes;
