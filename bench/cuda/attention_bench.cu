@@ -160,6 +160,7 @@ int main(int argc, char** argv) {
       {"commvq-1", KvPageFormat::kCommVq, 2, 4, 4, 128, 0, 11, 1},
       {"commvq-2", KvPageFormat::kCommVq, 2, 4, 4, 128, 0, 21, 2},
       {"commvq-1-v1", KvPageFormat::kCommVq, 2, 4, 4, 128, 0, 11, 1, 0, 0, 8, 8, 0, false, 1},
+      {"commvq-2-v1", KvPageFormat::kCommVq, 2, 4, 4, 128, 0, 21, 2, 0, 0, 8, 8, 0, false, 1},
   };
   const char* only_env = std::getenv("BENCH_KERNELS");
   const std::string only_list = only_env ? "," + std::string(only_env) + "," : "";

@@ -5,14 +5,15 @@
 // with W_j = sum_r zeta_{r,A_r,j} + i zeta_{r,B_r,j}: per round two rows of the kv head's key
 // books are gathered and added, then the sum is rotated once per pair and dotted with every
 // query head of the block (the books commute with rope, so nothing depends on the query until
-// that dot). the books of all R rounds sit in shared memory as fp16 ([R][64][D/2] half2, 16 KB
-// a round at head_dim 128), so no block needs another's partial scores (the cluster kernel of
-// commvq_decode.cuh splits the pairs over 4 blocks for that). a round's (A + iB) is formed by
-// one fp16 fma, converted and summed in fp32.
+// that dot). the books sit in shared memory as fp16 ([R][64][D/2] half2, 16 KB a round at
+// head_dim 128): all rounds in one block (up to 11 at head_dim 128), or for more rounds half of
+// them in each block of a pair that swaps partial scores once per page (the scores are additive
+// over rounds). a round's (A + iB) is formed by one fp16 fma, converted and summed in fp32.
 // values: o += p_t * Cv[r][m][code] straight from the fp32 value books in global memory (l2:
 // 128 KB a round and kv head at head_dim 128), each lane D / 32 dims of every head.
 //
-// grid (splits + 1, kv heads x head groups, batch), 512 threads (16 warps), one block per sm.
+// grid ((splits + 1) x C, kv heads x head groups, batch), clusters of C = 1 or 2 blocks, 512
+// threads (16 warps), one block per sm.
 // warp w takes pages w, w + 16, ... of the split through 2 cp.async stages; warp-private online
 // softmax (log2 units), one merge of the 16 warps at the end. x == splits: the sink + residual
 // ring (ResidualPartial). key phase lane layout: D / 8 lanes per token (4 pairs = 16 bytes of
@@ -20,6 +21,7 @@
 
 #include "kernels/cuda/commvq_warp_decode.h"
 
+#include <cooperative_groups.h>
 #include <cuda_fp16.h>
 
 #include <cstdint>
@@ -108,9 +110,13 @@ __device__ __forceinline__ float2 CMul(float2 a, float2 b) {
   return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
 }
 
-// q (batch, num_heads, D) fp32 after rope; key books (R' >= R, 64, D/2, 2) and value books
+// q (batch, num_heads, D) fp32 after rope; key books (R' >= rounds, 64, D/2, 2) and value books
 // (Rv', D/8, 256, 8) fp32 per kv head; pages per docs/kv_formats.md; writes workspace partials.
-template <int D, int HBP, int R>
+// C = 1: one block holds all R key rounds. C = 2: a cluster of 2 blocks on the same pages, block
+// `rank` holds key rounds [R rank, R rank + R) (zero rows past p.commvq_key_rounds) and value
+// round `rank`; the two swap their partial scores through distributed shared memory once per
+// page (one cluster barrier), run the same softmax, and rank 0 adds rank 1's values at the end.
+template <int D, int HBP, int R, int C>
 __global__ void __launch_bounds__(kThreads, 1)
     CommVqWarpKernel(const DecodeAttentionParams p, int hb, int num_splits) {
   constexpr int kLpt = D / 8;          // lanes per token in the key phase
@@ -120,24 +126,37 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr int M = D / 8;             // value sub-vectors
   constexpr int kDecWords = (2 * R + 7) / 8 * 2;  // u32 words of a token's decoded rows
   extern __shared__ __align__(16) uint8_t cvw_smem[];
-  const int split = blockIdx.x, b = blockIdx.z;
+  namespace cg = cooperative_groups;
+  const int rank = C == 1 ? 0 : static_cast<int>(cg::this_cluster().block_rank());
+  const int split = blockIdx.x / C, b = blockIdx.z;
+  if (rank != 0 && split == num_splits) return;  // rank 0 folds the residual
   int kvh, h0, t0, t1;
-  if (!BeginSplitBlock<D, HBP, kThreads>(p, hb, num_splits, reinterpret_cast<float*>(cvw_smem), &kvh, &h0, &t0, &t1)) return;
-  const int RV = p.commvq_value_rounds, H = p.num_kv_heads;
+  if (!BeginSplitBlock<D, HBP, kThreads>(p, hb, num_splits, split, reinterpret_cast<float*>(cvw_smem), &kvh,
+                                         &h0, &t0, &t1)) {
+    return;  // both ranks of a cluster return here together (same split)
+  }
+  const int RT = p.commvq_key_rounds, H = p.num_kv_heads;
+  const int rb = R * rank, nr = min(R, RT - rb);        // this block's key rounds [rb, rb + nr)
+  const int RV = C == 1 ? p.commvq_value_rounds : 1;    // value rounds this block accumulates
+  const int vr0 = C == 1 ? 0 : rank;                    // the first of them
+  const bool values = vr0 < p.commvq_value_rounds;
   const WarpLayout L = MakeWarpLayout(D, R, RV);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   uint8_t* const wst = cvw_smem + L.book_bytes + warp * L.warp_bytes;  // this warp's stages
-  uint8_t* const dec = wst + 2 * L.stage_bytes;                         // [32][dec_stride]
+  uint8_t* const dec = wst + 2 * L.stage_bytes;  // [32][dec_stride]; after the keys p [32][4] fp32
   double* const theta_sm = reinterpret_cast<double*>(cvw_smem + L.theta);
 
-  // this warp's pages: coded pages page0 + warp + 16 i, i < npages.
+  // this warp's pages: coded pages page0 + warp + 16 i, i < npages (every warp loops to
+  // npages_max when the cluster swaps scores).
   const int page0 = t0 / 32, page_end = (t1 + 31) / 32;
   const int npages = page_end - page0 > warp ? (page_end - page0 - warp + kWarps - 1) / kWarps : 0;
+  const int npages_max = (page_end - page0 + kWarps - 1) / kWarps;
   const int32_t* table = p.block_tables + b * p.block_table_stride + page0 + warp;
   const uint8_t* layer = p.pages + p.layer_offset;
-  const int64_t koff = 64 * H + static_cast<int64_t>(kvh) * R * 48;
-  const int64_t voff = 64 * H + static_cast<int64_t>(48) * H * R + static_cast<int64_t>(kvh) * RV * M * 32;
-  const int kchunks = 3 * R, vchunks = 2 * RV * M, nchunks = 4 + kchunks + vchunks;
+  const int64_t koff = 64 * H + (static_cast<int64_t>(kvh) * RT + rb) * 48;
+  const int64_t voff = 64 * H + static_cast<int64_t>(48) * H * RT +
+                       (static_cast<int64_t>(kvh) * p.commvq_value_rounds + vr0) * M * 32;
+  const int kchunks = 3 * nr, vchunks = values ? 2 * RV * M : 0, nchunks = 4 + kchunks + vchunks;
   auto issue = [&](int stage, int i) {
     if (i < npages) {
       const uint8_t* slice = layer + static_cast<int64_t>(table[kWarps * i]) * p.page_stride;
@@ -156,16 +175,18 @@ __global__ void __launch_bounds__(kThreads, 1)
     CpAsyncCommit();
   };
   issue(0, 0);
-  issue(1, 1);
+  if constexpr (C == 1) issue(1, 1);  // C = 2: page i + 1 is issued once the partner read page i - 1
 
-  // key books -> fp16 (the fp32 pairs' order), rope frequencies.
+  // key books -> fp16 (the fp32 pairs' order; rounds past nr zero), rope frequencies.
   {
-    const float4* kb = reinterpret_cast<const float4*>(p.vq_k_codebook + kvh * p.vq_k_codebook_head_stride);
+    const float4* kb = reinterpret_cast<const float4*>(p.vq_k_codebook + kvh * p.vq_k_codebook_head_stride +
+                                                       static_cast<int64_t>(rb) * 64 * D);
     uint2* dst = reinterpret_cast<uint2*>(cvw_smem);
     constexpr int n4 = R * 64 * D / 4;
+    const int valid4 = nr * 64 * D / 4;
 #pragma unroll 4
     for (int i = tid; i < n4; i += kThreads) {
-      const float4 v = __ldg(kb + i);
+      const float4 v = i < valid4 ? __ldg(kb + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       const __half2 lo = __floats2half2_rn(v.x, v.y), hi = __floats2half2_rn(v.z, v.w);
       dst[i] = make_uint2(*reinterpret_cast<const uint32_t*>(&lo), *reinterpret_cast<const uint32_t*>(&hi));
     }
@@ -213,152 +234,177 @@ __global__ void __launch_bounds__(kThreads, 1)
   const float kLog2e = 1.4426950408889634f;
   const int pos0 = p.sink_lens != nullptr ? p.sink_lens[b] : 0;
 
-  for (int i = 0; i < npages; ++i) {
-    CpAsyncWait<1>();
+  for (int i = 0; i < (C == 1 ? npages : npages_max); ++i) {
+    const bool mine = i < npages;
+    if constexpr (C == 1) {
+      CpAsyncWait<1>();
+    } else {
+      CpAsyncWait<0>();
+    }
     __syncwarp();
     uint8_t* st = wst + (i & 1) * L.stage_bytes;
+    float* sbuf = reinterpret_cast<float*>(st + 64);  // [32 tokens][4 heads] over the key codes
+    float* pbuf = reinterpret_cast<float*>(dec);      // [32 tokens][4 heads] after the keys
     const int tp = (page0 + warp + kWarps * i) * 32;  // coded index of the page's first token
-    // decode: lane t writes token t's book rows (A_r, B_r) as bytes 2r, 2r + 1.
-    {
+    float ts = 0.0f;
+    if (mine) {
+      // decode: lane t writes token t's book rows (A_r, B_r) as bytes 2r, 2r + 1.
       const uint8_t* kc = st + 64;
       uint32_t words[kDecWords];
 #pragma unroll
       for (int w = 0; w < kDecWords; ++w) words[w] = 0;
 #pragma unroll
-      for (int r = 0; r < R; ++r) {
+      for (int r = 0; r < R; ++r) {  // rounds >= nr read stale bytes: their book rows are zero
         const uint8_t* gp = kc + r * 48 + (lane >> 1) * 3;
         const uint32_t c = (lane & 1) ? ((gp[1] >> 4) | (gp[2] << 4)) : (gp[0] | ((gp[1] & 0xfu) << 8));
-        const uint32_t ab = (c & 63u) | ((c >> 6) << 8);
+        const uint32_t ab = (c & 63u) | (((c >> 6) & 63u) << 8);
         words[r >> 1] |= ab << (16 * (r & 1));
       }
       uint2* dw = reinterpret_cast<uint2*>(dec + lane * L.dec_stride);
 #pragma unroll
       for (int w = 0; w < kDecWords; w += 2) dw[w / 2] = make_uint2(words[w], words[w + 1]);
-    }
-    const float ts = __half2float(reinterpret_cast<const __half*>(st)[lane]) * p.scale * kLog2e;
-    __syncwarp();  // decoded rows visible; the key codes are dead (their space takes the scores)
-    float* sbuf = reinterpret_cast<float*>(st + 64);  // [32 tokens][4 heads]
+      ts = __half2float(reinterpret_cast<const __half*>(st)[lane]) * p.scale * kLog2e;
+      __syncwarp();  // decoded rows visible; the key codes are dead (their space takes the scores)
 
-    float2 rot[4];
-    {
-      const double n = static_cast<double>(pos0 + tp + g);
+      float2 rot[4];
+      {
+        const double n = static_cast<double>(pos0 + tp + g);
 #pragma unroll
-      for (int k = 0; k < 4; ++k) rot[k] = RotationOf(n * th[k]);
-    }
+        for (int k = 0; k < 4; ++k) rot[k] = RotationOf(n * th[k]);
+      }
 #pragma unroll 1
-    for (int s = 0; s < kSteps; ++s) {
-      const int tok = s * kTps + g;
-      uint32_t dw[kDecWords];
-      const uint2* dp = reinterpret_cast<const uint2*>(dec + tok * L.dec_stride);
+      for (int s = 0; s < kSteps; ++s) {
+        const int tok = s * kTps + g;
+        uint32_t dw2[kDecWords];
+        const uint2* dp = reinterpret_cast<const uint2*>(dec + tok * L.dec_stride);
 #pragma unroll
-      for (int w = 0; w < kDecWords; w += 2) {
-        const uint2 v = dp[w / 2];
-        dw[w] = v.x;
-        dw[w + 1] = v.y;
-      }
-      float2 acc[4];
-#pragma unroll
-      for (int k = 0; k < 4; ++k) acc[k] = make_float2(0.0f, 0.0f);
-#pragma unroll
-      for (int r = 0; r < R; ++r) {
-        const uint32_t word = dw[r >> 1];
-        const int ba = 2 * (r & 1);
-        uint32_t oa = __byte_perm(word, lofs, 0x7604u | (ba << 4));
-        uint32_t ob = __byte_perm(word, lofs, 0x7604u | ((ba + 1) << 4));
-        if constexpr (D == 64) {
-          oa >>= 1;
-          ob >>= 1;
+        for (int w = 0; w < kDecWords; w += 2) {
+          const uint2 v = dp[w / 2];
+          dw2[w] = v.x;
+          dw2[w + 1] = v.y;
         }
-        const uint8_t* rb = cvw_smem + r * L.round_bytes;
-        const uint4 ea = *reinterpret_cast<const uint4*>(rb + oa);
-        const uint4 eb = *reinterpret_cast<const uint4*>(rb + ob);
-        float2 c;
-        c = CombineRound(ea.x, eb.x);
-        acc[0].x += c.x;
-        acc[0].y += c.y;
-        c = CombineRound(ea.y, eb.y);
-        acc[1].x += c.x;
-        acc[1].y += c.y;
-        c = CombineRound(ea.z, eb.z);
-        acc[2].x += c.x;
-        acc[2].y += c.y;
-        c = CombineRound(ea.w, eb.w);
-        acc[3].x += c.x;
-        acc[3].y += c.y;
+        float2 acc[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) acc[k] = make_float2(0.0f, 0.0f);
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          const uint32_t word = dw2[r >> 1];
+          const int ba = 2 * (r & 1);
+          uint32_t oa = __byte_perm(word, lofs, 0x7604u | (ba << 4));
+          uint32_t ob = __byte_perm(word, lofs, 0x7604u | ((ba + 1) << 4));
+          if constexpr (D == 64) {
+            oa >>= 1;
+            ob >>= 1;
+          }
+          const uint8_t* rbk = cvw_smem + r * L.round_bytes;
+          const uint4 ea = *reinterpret_cast<const uint4*>(rbk + oa);
+          const uint4 eb = *reinterpret_cast<const uint4*>(rbk + ob);
+          float2 c;
+          c = CombineRound(ea.x, eb.x);
+          acc[0].x += c.x;
+          acc[0].y += c.y;
+          c = CombineRound(ea.y, eb.y);
+          acc[1].x += c.x;
+          acc[1].y += c.y;
+          c = CombineRound(ea.z, eb.z);
+          acc[2].x += c.x;
+          acc[2].y += c.y;
+          c = CombineRound(ea.w, eb.w);
+          acc[3].x += c.x;
+          acc[3].y += c.y;
+        }
+        float d[HBP];
+#pragma unroll
+        for (int h = 0; h < HBP; ++h) d[h] = 0.0f;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          const float2 kr = CMul(acc[k], rot[k]);
+#pragma unroll
+          for (int h = 0; h < HBP; ++h) d[h] += q[h][k].x * kr.x + q[h][k].y * kr.y;
+          rot[k] = CMul(rot[k], dstep[k]);
+        }
+        int head;
+        const float tot = ReduceScatter<HBP, kLpt>(d, lane, &head);
+        if (lane % (kLpt / HBP) == 0) sbuf[tok * 4 + head] = tot;
       }
-      float d[HBP];
-#pragma unroll
-      for (int h = 0; h < HBP; ++h) d[h] = 0.0f;
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        const float2 kr = CMul(acc[k], rot[k]);
-#pragma unroll
-        for (int h = 0; h < HBP; ++h) d[h] += q[h][k].x * kr.x + q[h][k].y * kr.y;
-        rot[k] = CMul(rot[k], dstep[k]);
-      }
-      int head;
-      const float tot = ReduceScatter<HBP, kLpt>(d, lane, &head);
-      if (lane % (kLpt / HBP) == 0) sbuf[tok * 4 + head] = tot;
     }
     __syncwarp();
-
-    // online softmax over the page: lane t = token t.
-    {
+    const float4* partner = nullptr;
+    if constexpr (C == 2) {
+      cg::this_cluster().sync();  // both blocks' partial scores of page i are written
+      partner = reinterpret_cast<const float4*>(cg::this_cluster().map_shared_rank(sbuf, rank ^ 1));
+      issue((i + 1) & 1, i + 1);  // the partner read that stage's scores (page i - 1) before this barrier
+    }
+    if (mine) {
+      // online softmax over the page: lane t = token t (C = 2: rank 0's + rank 1's scores).
       const bool valid = tp + lane < t1;
+      float sc[4];
+      {
+        float4 own = reinterpret_cast<const float4*>(sbuf)[lane];
+        if constexpr (C == 2) {
+          const float4 oth = partner[lane];
+          const float4 lo = rank == 0 ? own : oth, hi = rank == 0 ? oth : own;
+          own = make_float4(lo.x + hi.x, lo.y + hi.y, lo.z + hi.z, lo.w + hi.w);
+        }
+        sc[0] = own.x;
+        sc[1] = own.y;
+        sc[2] = own.z;
+        sc[3] = own.w;
+      }
       float alpha[HBP];
 #pragma unroll
       for (int h = 0; h < HBP; ++h) {
-        const float sv = valid ? sbuf[lane * 4 + h] * ts : -INFINITY;
+        const float sv = valid ? sc[h] * ts : -INFINITY;
         const float m_new = fmaxf(m_run[h], WarpMax(sv));
         alpha[h] = exp2f(m_run[h] - m_new);
         const float pv = exp2f(sv - m_new);
         l_run[h] = l_run[h] * alpha[h] + pv;
         m_run[h] = m_new;
-        sbuf[lane * 4 + h] = pv;
+        pbuf[lane * 4 + h] = pv;
       }
 #pragma unroll
       for (int h = 0; h < HBP; ++h)
 #pragma unroll
         for (int e = 0; e < kVpl; ++e) vacc[h][e] *= alpha[h];
-    }
-    __syncwarp();
+      __syncwarp();
 
-    // values: o[h][dims] += p[t][h] * Cv[r][vm][code(t, r, vm)][dims].
-    for (int r = 0; r < RV; ++r) {
-      const uint8_t* vc = st + 64 + L.kc_bytes + (r * M + vm) * 32;
-      const float* cv = cvb + static_cast<int64_t>(r * M + vm) * 256 * 8;
+      // values: o[h][dims] += p[t][h] * Cv[r][vm][code(t, r, vm)][dims].
+      for (int r = 0; values && r < RV; ++r) {
+        const uint8_t* vc = st + 64 + L.kc_bytes + (r * M + vm) * 32;
+        const float* cv = cvb + static_cast<int64_t>((vr0 + r) * M + vm) * 256 * 8;
 #pragma unroll
-      for (int t8 = 0; t8 < 32; t8 += 8) {
-        const uint2 cw = *reinterpret_cast<const uint2*>(vc + t8);
-        float e[8][kVpl];
+        for (int t8 = 0; t8 < 32; t8 += 8) {
+          const uint2 cw = *reinterpret_cast<const uint2*>(vc + t8);
+          float e[8][kVpl];
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const uint32_t code = ((j < 4 ? cw.x : cw.y) >> (8 * (j & 3))) & 0xffu;
-          if constexpr (kVpl == 4) {
-            const float4 v = __ldg(reinterpret_cast<const float4*>(cv + code * 8));
-            e[j][0] = v.x;
-            e[j][1] = v.y;
-            e[j][2] = v.z;
-            e[j][3] = v.w;
-          } else {
-            const float2 v = __ldg(reinterpret_cast<const float2*>(cv + code * 8));
-            e[j][0] = v.x;
-            e[j][1] = v.y;
+          for (int j = 0; j < 8; ++j) {
+            const uint32_t code = ((j < 4 ? cw.x : cw.y) >> (8 * (j & 3))) & 0xffu;
+            if constexpr (kVpl == 4) {
+              const float4 v = __ldg(reinterpret_cast<const float4*>(cv + code * 8));
+              e[j][0] = v.x;
+              e[j][1] = v.y;
+              e[j][2] = v.z;
+              e[j][3] = v.w;
+            } else {
+              const float2 v = __ldg(reinterpret_cast<const float2*>(cv + code * 8));
+              e[j][0] = v.x;
+              e[j][1] = v.y;
+            }
           }
-        }
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const float4 pr = *reinterpret_cast<const float4*>(sbuf + (t8 + j) * 4);
-          const float pj[4] = {pr.x, pr.y, pr.z, pr.w};
+          for (int j = 0; j < 8; ++j) {
+            const float4 pr = *reinterpret_cast<const float4*>(pbuf + (t8 + j) * 4);
+            const float pj[4] = {pr.x, pr.y, pr.z, pr.w};
 #pragma unroll
-          for (int h = 0; h < HBP; ++h)
+            for (int h = 0; h < HBP; ++h)
 #pragma unroll
-            for (int x = 0; x < kVpl; ++x) vacc[h][x] += pj[h] * e[j][x];
+              for (int x = 0; x < kVpl; ++x) vacc[h][x] += pj[h] * e[j][x];
+          }
         }
       }
     }
     __syncwarp();  // every lane is done with the stage before it is refilled
-    issue(i & 1, i + 2);
+    if constexpr (C == 1) issue(i & 1, i + 2);
   }
   CpAsyncWait<0>();
   __syncthreads();  // the books are dead: the merge reuses them
@@ -376,40 +422,69 @@ __global__ void __launch_bounds__(kThreads, 1)
       wl[warp * 4 + h] = lt;
     }
   }
-  __syncthreads();
+  if constexpr (C == 2) {
+    // both blocks hold the same softmax state; rank 0 adds rank 1's value rounds.
+    cg::this_cluster().sync();
+    if (rank == 0) {
+      const float* other = cg::this_cluster().map_shared_rank(red, 1);
+      for (int idx = tid; idx < kWarps * 4 * D; idx += kThreads) red[idx] += other[idx];
+    }
+    cg::this_cluster().sync();  // rank 1 stays until rank 0 has read it
+    if (rank != 0) return;
+  } else {
+    __syncthreads();
+  }
   MergeWarpPartials<D, kWarps, kThreads>(p, b, h0, hb, split, wm, wl, red);
 }
 
-template <int D, int HBP, int R>
+template <int D, int HBP, int R, int C>
 std::string Launch(const DecodeAttentionParams& p, int hb, int num_splits, cudaStream_t stream) {
-  const int bytes = MakeWarpLayout(D, R, p.commvq_value_rounds).total;
+  const int bytes = MakeWarpLayout(D, R, C == 1 ? p.commvq_value_rounds : 1).total;
   static int configured = 0;
   if (bytes > configured) {
-    VQ_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(CommVqWarpKernel<D, HBP, R>,
+    VQ_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(CommVqWarpKernel<D, HBP, R, C>,
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
     configured = bytes;
   }
   const int group = p.num_heads / p.num_kv_heads;
-  const dim3 grid(num_splits + 1, p.num_kv_heads * (group / hb), p.batch);
-  CommVqWarpKernel<D, HBP, R><<<grid, kThreads, bytes, stream>>>(p, hb, num_splits);
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3((num_splits + 1) * C, p.num_kv_heads * (group / hb), p.batch);
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = bytes;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = C;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = C == 1 ? 0 : 1;
+  VQ_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&cfg, CommVqWarpKernel<D, HBP, R, C>, p, hb, num_splits));
   VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return "";
 }
 
-template <int D, int R>
+template <int D, int R, int C>
 std::string LaunchHeads(const DecodeAttentionParams& p, int hb, int num_splits, cudaStream_t stream) {
-  if (hb == 1) return Launch<D, 1, R>(p, hb, num_splits, stream);
-  if (hb == 2) return Launch<D, 2, R>(p, hb, num_splits, stream);
-  return Launch<D, 4, R>(p, hb, num_splits, stream);
+  if (hb == 1) return Launch<D, 1, R, C>(p, hb, num_splits, stream);
+  if (hb == 2) return Launch<D, 2, R, C>(p, hb, num_splits, stream);
+  return Launch<D, 4, R, C>(p, hb, num_splits, stream);
 }
 
 }  // namespace
 
+int CommVqWarpBlocks(const DecodeAttentionParams& p) {
+  return p.head_dim == 128 && p.commvq_key_rounds > 11 ? 2 : 1;
+}
+
 bool UsesCommVqWarp(const DecodeAttentionParams& p) {
-  const int D = p.head_dim, R = p.commvq_key_rounds;
-  const bool instantiated = (D == 128 && R == 11) || (D == 64 && (R == 5 || R == 11));
-  return p.commvq_version == 0 && instantiated && p.commvq_value_rounds >= 1 &&
-         MakeWarpLayout(D, R, p.commvq_value_rounds).total <= kSmemLimit;
+  const int D = p.head_dim, R = p.commvq_key_rounds, RV = p.commvq_value_rounds;
+  // instantiated: (128, 11) one block; (128, 12 .. 22) a cluster of 2 (11 rounds and one value
+  // round each); (64, 5) and (64, 11) one block.
+  const bool pair = D == 128 && R > 11 && R <= 22 && RV <= 2;
+  const bool one = (D == 128 && R == 11) || (D == 64 && (R == 5 || R == 11));
+  if (p.commvq_version != 0 || RV < 1 || !(one || pair)) return false;
+  return MakeWarpLayout(D, one ? R : 11, one ? RV : 1).total <= kSmemLimit;
 }
 
 std::string LaunchCommVqWarpDecode(const DecodeAttentionParams& p, int hb, int num_splits,
@@ -417,9 +492,12 @@ std::string LaunchCommVqWarpDecode(const DecodeAttentionParams& p, int hb, int n
   if (!UsesCommVqWarp(p) || hb < 1 || hb > kCommVqWarpMaxHeads) {
     return "commvq warp decode: unsupported shape";
   }
-  if (p.head_dim == 128) return LaunchHeads<128, 11>(p, hb, num_splits, stream);
-  if (p.commvq_key_rounds == 5) return LaunchHeads<64, 5>(p, hb, num_splits, stream);
-  return LaunchHeads<64, 11>(p, hb, num_splits, stream);
+  if (p.head_dim == 128) {
+    return CommVqWarpBlocks(p) == 2 ? LaunchHeads<128, 11, 2>(p, hb, num_splits, stream)
+                                    : LaunchHeads<128, 11, 1>(p, hb, num_splits, stream);
+  }
+  if (p.commvq_key_rounds == 5) return LaunchHeads<64, 5, 1>(p, hb, num_splits, stream);
+  return LaunchHeads<64, 11, 1>(p, hb, num_splits, stream);
 }
 
 }  // namespace vqserve::cuda

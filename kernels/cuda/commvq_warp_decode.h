@@ -1,10 +1,10 @@
 #ifndef VQSERVE_KERNELS_CUDA_COMMVQ_WARP_DECODE_H_
 #define VQSERVE_KERNELS_CUDA_COMMVQ_WARP_DECODE_H_
 
-// commvq decode attention with the whole head's key books in shared memory as fp16 and every
-// warp streaming its own pages (commvq_warp_decode.cu); the commvq default of
-// LaunchDecodeAttention where its books fit. the cluster kernel of commvq_decode.cuh serves the
-// rest (commvq-2 at head_dim 128) and commvq_version 1.
+// commvq decode attention with the key books in shared memory as fp16 (every round in one
+// block, or half the rounds in each block of a pair) and every warp streaming its own pages
+// (commvq_warp_decode.cu); the commvq default of LaunchDecodeAttention. the cluster kernel of
+// commvq_decode.cuh serves other round counts and commvq_version 1.
 
 #include <cuda_runtime_api.h>
 
@@ -17,10 +17,15 @@ namespace vqserve::cuda {
 // query heads one block of the warp kernel serves at most.
 inline constexpr int kCommVqWarpMaxHeads = 4;
 
-// whether LaunchDecodeAttention runs the warp kernel: commvq_version 0, head_dim 128 with 11
-// key rounds or head_dim 64 with 5 or 11 (commvq-1 / commvq-2 as CommVqOptionsForName derives
-// them, the instantiated ones), and books + page stages that fit in shared memory.
+// whether LaunchDecodeAttention runs the warp kernel: commvq_version 0 and an instantiated
+// shape: head_dim 64 with 5 or 11 key rounds, head_dim 128 with 11 (one block) or 12 .. 22 and
+// <= 2 value rounds (a cluster of 2 blocks, 11 key rounds and one value round each), i.e.
+// commvq-1 / commvq-2 as CommVqOptionsForName derives them.
 bool UsesCommVqWarp(const DecodeAttentionParams& p);
+
+// blocks of the warp kernel per (split, head group): 1, or 2 (a cluster) for head_dim 128 with
+// more than 11 key rounds.
+int CommVqWarpBlocks(const DecodeAttentionParams& p);
 
 // writes the split partials (blocks x < num_splits: pages; x == num_splits: residual ring and
 // sink) of hb (<= kCommVqWarpMaxHeads) query heads per block; the caller runs the split

@@ -205,7 +205,8 @@ int ChooseDecodeSplits(KvPageFormat f, const DecodeAttentionParams& p) {
   if (f == KvPageFormat::kCommVq && UsesCommVqWarp(p)) {
     // one block per sm for its whole split: fill one wave (the short residual blocks of the
     // extra column free their sms for any page blocks left over).
-    int s = blocks * 5 < SmCount() * 4 ? SmCount() / blocks : 1;
+    const int sm_blocks = blocks * CommVqWarpBlocks(p);
+    int s = sm_blocks * 5 < SmCount() * 4 ? SmCount() / sm_blocks : 1;
     const int tiles = (p.max_coded_len + kSplitAlign - 1) / kSplitAlign;
     if (s > tiles / 2) s = tiles / 2;
     if (s > kMaxDecodeSplits) s = kMaxDecodeSplits;

@@ -292,14 +292,15 @@ __device__ void ResidualPartial(const DecodeAttentionParams& p, int b, int kvh, 
   DenseAttendRange<D, HBP, SinkRingSource, NT>(p, src, b, h0, hb, 0, n_sink + n_ring, slot, smem);
 }
 
-// the start of a split-kv decode block (grid (splits + 1, kv heads x head groups, batch)): sets
-// *kvh, *h0 and the split's coded tokens [*t0, *t1) of sequence blockIdx.z; false when the block
-// is done: x == num_splits folded the sink + residual ring (ResidualPartial, NT threads, smem),
-// or the split holds no tokens (an empty partial written).
+// the start of a split-kv decode block of split `split` (grid (splits + 1, kv heads x head
+// groups, batch), blockIdx.x = split unless blocks cluster): sets *kvh, *h0 and the split's coded
+// tokens [*t0, *t1) of sequence blockIdx.z; false when the block is done: split == num_splits
+// folded the sink + residual ring (ResidualPartial, NT threads, smem), or the split holds no
+// tokens (an empty partial written).
 template <int D, int HBP, int NT = kDecodeThreads>
-__device__ inline bool BeginSplitBlock(const DecodeAttentionParams& p, int hb, int num_splits,
+__device__ inline bool BeginSplitBlock(const DecodeAttentionParams& p, int hb, int num_splits, int split,
                                        float* smem, int* kvh, int* h0, int* t0, int* t1) {
-  const int split = blockIdx.x, b = blockIdx.z;
+  const int b = blockIdx.z;
   BlockHeads(p, hb, kvh, h0);
   if (split == num_splits) {
     ResidualPartial<D, HBP, NT>(p, b, *kvh, *h0, hb, split, smem);
@@ -323,7 +324,7 @@ __device__ void DenseDecodeBlock(const DecodeAttentionParams& p, int hb, int num
                                  const float* queries = nullptr) {
   const int b = blockIdx.z, split = blockIdx.x;
   int kvh, h0, t0, t1;
-  if (!BeginSplitBlock<D, HBP>(p, hb, num_splits, smem, &kvh, &h0, &t0, &t1)) return;
+  if (!BeginSplitBlock<D, HBP>(p, hb, num_splits, split, smem, &kvh, &h0, &t0, &t1)) return;
   DenseAttendRange<D, HBP>(p, make_source(b, kvh), b, h0, hb, t0, t1, split, smem, queries);
 }
 

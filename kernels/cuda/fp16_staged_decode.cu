@@ -50,7 +50,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   uint8_t* smem = reinterpret_cast<uint8_t*>(staged_smem4);
   const int split = blockIdx.x, b = blockIdx.z;
   int kvh, h0, t0, t1;
-  if (!BeginSplitBlock<D, HBP, kThreads>(p, hb, num_splits, reinterpret_cast<float*>(smem), &kvh, &h0, &t0, &t1)) return;
+  float* const fsmem = reinterpret_cast<float*>(smem);
+  if (!BeginSplitBlock<D, HBP, kThreads>(p, hb, num_splits, split, fsmem, &kvh, &h0, &t0, &t1)) return;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   float* q_s = reinterpret_cast<float*>(smem + S::kQ);
   float* s_s = reinterpret_cast<float*>(smem + S::kS);

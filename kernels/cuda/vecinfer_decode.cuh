@@ -88,7 +88,8 @@ __global__ void __launch_bounds__(kVqThreads, 1)
   uint8_t* smem = reinterpret_cast<uint8_t*>(vq_smem4);
   const int split = blockIdx.x, b = blockIdx.z;
   int kvh, h0, t0, t1;
-  if (!BeginSplitBlock<D, HBP, kVqThreads>(p, hb, num_splits, reinterpret_cast<float*>(smem), &kvh, &h0, &t0, &t1)) return;
+  float* const fsmem = reinterpret_cast<float*>(smem);
+  if (!BeginSplitBlock<D, HBP, kVqThreads>(p, hb, num_splits, split, fsmem, &kvh, &h0, &t0, &t1)) return;
   float* lut = reinterpret_cast<float*>(smem);                 // [256][kHv][kMk][kVw]
   __half* cv = reinterpret_cast<__half*>(smem + C::kRegion0);  // [256][kMv][DV]
   uint8_t* stages = smem + C::kRegion0 + C::kCvBytes;          // kStages x [kTile][kMk + kMv]

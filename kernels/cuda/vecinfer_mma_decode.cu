@@ -64,7 +64,8 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
   uint8_t* smem = reinterpret_cast<uint8_t*>(mma_smem4);
   const int split = blockIdx.x, b = blockIdx.z;
   int kvh, h0, t0, t1;
-  if (!BeginSplitBlock<kDim, 4, kMmaThreads>(p, hb, num_splits, reinterpret_cast<float*>(smem), &kvh, &h0, &t0, &t1)) return;
+  float* const fsmem = reinterpret_cast<float*>(smem);
+  if (!BeginSplitBlock<kDim, 4, kMmaThreads>(p, hb, num_splits, split, fsmem, &kvh, &h0, &t0, &t1)) return;
   uint2* ck_s = reinterpret_cast<uint2*>(smem);  // [32][256] x 4 halves
   uint2* cv_s = ck_s + kSubs * 256;
   uint8_t* stages = smem + 2 * kBookBytes;
