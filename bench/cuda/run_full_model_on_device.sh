@@ -81,7 +81,7 @@ if [[ " $WHAT " == *" generate "* ]]; then
     for c in fp16 kivi-k2v2 vecinfer-k2v2 commvq-2; do
       cb=""
       [ "$c" = vecinfer-k2v2 ] && cb="--codebooks $VQSERVE_VQCB"
-      [ "$c" = commvq-2 ] && { [ -f $VQSERVE_CVQCB ] || continue; cb="--codebooks $VQSERVE_CVQCB"; }
+      [ "$c" = commvq-2 ] && { [ -f "${VQSERVE_CVQCB:-}" ] || continue; cb="--codebooks $VQSERVE_CVQCB"; }
       for d in cuda cpu cpu-fp32; do
         dev=${d%-fp32}; fp=""; [ "$d" = cpu-fp32 ] && fp=--fp32
         timeout 120 $B/vqserve generate --model $M --device $dev $fp --kv-codec $c $cb --chat \
@@ -120,7 +120,7 @@ if [[ " $WHAT " == *" serve "* ]]; then
   {
     for d in cuda cpu; do
       serve_pass $d vecinfer-k2v2 fp16,kivi-k2v2 $VQSERVE_VQCB
-      [ -f $VQSERVE_CVQCB ] && serve_pass $d commvq-2 "" $VQSERVE_CVQCB
+      [ -f "${VQSERVE_CVQCB:-}" ] && serve_pass $d commvq-2 "" $VQSERVE_CVQCB
     done
   } 2>&1 | tee "$OUT/serve.log"
 fi

@@ -1,0 +1,13 @@
+#!/bin/bash
+# session 8 calls 10-12: the full default model (30 blocks, real q4_1 weights) on the final
+# code, through bench/cuda/pack_full_model.sh's three folders (prepared here by
+# `bash bench/cuda/pack_full_model.sh build models/default.vqcb`), back to back on one warm machine:
+#   call 10 (carry .devbuild/fullA): STAGE=1 bash bench/cuda/run_full_model_on_device.sh
+#   call 11 (carry .devbuild/fullB): STAGE=1 bash bench/cuda/run_full_model_on_device.sh
+#   call 12 (carry .devbuild/fullC): this script
+# cuda model tests (fp16, vecinfer-k2v2 books calibrated on the full model, kivi), vqserve
+# generate per codec on cuda / cpu / cpu-fp32, serve + vqctl per codec, and the end to end on the
+# real weights and on the 8B shape. no commvq books calibrated on the full model travel, so the
+# commvq codecs appear only in the end to end (random books: speed only).
+export OUT=${OUT:-/tmp/out}
+E2E_CODECS=fp16,kivi-k2v2,vecinfer-k2v2,commvq-1,commvq-2 bash bench/cuda/run_full_model_on_device.sh tests generate serve e2e
