@@ -15,6 +15,7 @@
 #include "bench/cuda/commvq_case.h"
 #include "bench/cuda/device_case.h"
 #include "kernels/cpu/hadamard.h"
+#include "kernels/cuda/commvq_warp_decode.h"
 #include "kernels/cuda/decode_attention.h"
 #include "kernels/cuda/vecinfer_encode.h"
 #include "runtime/commvq_codebooks.h"
@@ -432,6 +433,38 @@ std::vector<float> RunCommVq(const testing::DecodeCase& c, const testing::CommVq
   EXPECT_EQ(cuda::LaunchDecodeAttention(cuda::KvPageFormat::kCommVq, dev.params(), nullptr), "");
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   return dev.Output();
+}
+
+// which commvq kernel serves which shape (host code: runs without a device too).
+TEST(CudaCommVqDispatchTest, WarpKernelWhereItsBooksFit) {
+  cuda::DecodeAttentionParams p;
+  p.num_heads = 32;
+  p.num_kv_heads = 8;
+  p.batch = 1;
+  p.max_coded_len = 131072;
+  struct Shape {
+    int d, rounds, value_rounds;
+    bool warp;
+    int blocks;
+  };
+  // commvq-1 / commvq-2 at head_dim 128 (11 / 21 rounds) and 64 (5 / 11), and a round count
+  // no warp kernel instantiates.
+  for (const Shape& c : {Shape{128, 11, 1, true, 1}, Shape{128, 21, 2, true, 2}, Shape{64, 5, 1, true, 1},
+                         Shape{64, 11, 2, true, 1}, Shape{128, 7, 1, false, 1}, Shape{64, 21, 2, false, 1}}) {
+    p.head_dim = c.d;
+    p.commvq_key_rounds = c.rounds;
+    p.commvq_value_rounds = c.value_rounds;
+    p.commvq_version = 0;
+    EXPECT_EQ(cuda::UsesCommVqWarp(p), c.warp) << "d=" << c.d << " R=" << c.rounds;
+    EXPECT_EQ(cuda::CommVqWarpBlocks(p), c.blocks) << "d=" << c.d << " R=" << c.rounds;
+    const int splits = cuda::ChooseDecodeSplits(cuda::KvPageFormat::kCommVq, p);
+    EXPECT_GE(splits, 1);
+    if (c.warp) {  // one wave: split blocks (a pair for the pair kernel) fit the sms of the device
+      EXPECT_LE(splits * c.blocks * p.num_kv_heads, 132 * 2) << "d=" << c.d << " R=" << c.rounds;
+    }
+    p.commvq_version = 1;  // the cluster kernel, for comparison
+    EXPECT_FALSE(cuda::UsesCommVqWarp(p));
+  }
 }
 
 class CudaCommVqTest : public ::testing::TestWithParam<std::tuple<int /*bits*/, int /*head_dim*/, int /*group*/>> {};
