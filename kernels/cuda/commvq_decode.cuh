@@ -28,9 +28,11 @@
 
 #include <string>
 
+#include "kernels/cuda/code12.cuh"
 #include "kernels/cuda/commvq_decode_layout.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/dense_attention.cuh"
+#include "kernels/cuda/rope_rotation.cuh"
 
 namespace vqserve::cuda {
 
@@ -177,23 +179,17 @@ __global__ void __launch_bounds__(kCvqThreads, 1)
     // unpack: book row offsets of (A, B) per round and token, token scales, page rotations.
     for (int e = tid; e < R * kCvqTile; e += kCvqThreads) {
       const int r = e / kCvqTile, t = e % kCvqTile, pg = t / 32, tt = t % 32;
-      const uint8_t* g = st + L.stage_kcodes + (pg * R + r) * 48 + (tt / 2) * 3;
-      const uint32_t c = (tt & 1) ? ((g[1] >> 4) | (g[2] << 4)) : (g[0] | ((g[1] & 0xf) << 8));
+      const uint32_t c = Code12(st + L.stage_kcodes + (pg * R + r) * 48, tt);
       codes[e] = ((r * 64 + (c & 63)) * (kCvqPairs / 2)) | (((r * 64 + (c >> 6)) * (kCvqPairs / 2)) << 16);
     }
     if (tid < kCvqTile) {
       const __half s = reinterpret_cast<const __half*>(st)[tid];
       tscale[tid] = __half2float(s) * p.scale;
     } else if (tid < kCvqTile + kCvqTilePages * kCvqPairs) {
-      // p0 theta_j is exact in double (17 x 24 bits); reduce it mod 2 pi there, then a float
-      // sincos of |r| <= pi (no slow large-argument path on the tile's critical path).
+      // p0 theta_j is exact in double (17 x 24 bits): RopeRotation keeps the slow large-argument
+      // sincos off the tile's critical path.
       const int pg = (tid - kCvqTile) / kCvqPairs;
-      const double a = static_cast<double>(pos0 + tile_t0 + pg * 32) * base_theta;
-      const double k = rint(a * 0.15915494309189535);
-      const double r = fma(-k, 6.123233995736766e-17 * 4.0, fma(-k, 6.283185307179586, a));
-      float s, c;
-      sincosf(static_cast<float>(r), &s, &c);
-      rbase[tid - kCvqTile] = make_float2(c, s);
+      rbase[tid - kCvqTile] = RopeRotation(static_cast<double>(pos0 + tile_t0 + pg * 32) * base_theta);
     }
     __syncthreads();
 

@@ -3,6 +3,7 @@
 
 #include <cuda_fp16.h>
 
+#include "kernels/cuda/code12.cuh"
 #include "kernels/cuda/coded_prefill.cuh"
 #include "kernels/cuda/cuda_check.h"
 
@@ -44,8 +45,7 @@ struct CommVqReader {
       const int i = lane + 32 * e, jp = i / 2, gi = jp / group_pairs;
       float x = 0.0f, y = 0.0f;
       for (int r = 0; r < R; ++r) {
-        const uint8_t* g = kcodes + ((kvh * G + gi) * R + r) * (3 * P / 2) + (jj / 2) * 3;
-        const int code = (jj & 1) ? ((g[1] >> 4) | (g[2] << 4)) : (g[0] | ((g[1] & 0xf) << 8));
+        const int code = Code12(kcodes + ((kvh * G + gi) * R + r) * (3 * P / 2), jj);
         const float* ea = kb + (static_cast<int64_t>(r) * 64 + (code & 63)) * D + 2 * jp;
         const float* eb = kb + (static_cast<int64_t>(r) * 64 + (code >> 6)) * D + 2 * jp;
         x += ea[0] - eb[1];

@@ -26,9 +26,11 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/code12.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/decode_attention_common.cuh"
 #include "kernels/cuda/dense_attention.cuh"
+#include "kernels/cuda/rope_rotation.cuh"
 
 namespace vqserve::cuda {
 namespace {
@@ -97,13 +99,21 @@ __device__ __forceinline__ float2 CombineRound(uint32_t a, uint32_t b) {
   return __half22float2(__hfma2(__lowhigh2highlow(hb), __halves2half2(__float2half(-1.0f), __float2half(1.0f)), ha));
 }
 
-// angle a reduced to [-pi, pi] in double, then a float sincos: (cos, sin).
-__device__ __forceinline__ float2 RotationOf(double a) {
-  const double k = rint(a * 0.15915494309189535);
-  const double r = fma(-k, 2.4492935982947064e-16, fma(-k, 6.283185307179586, a));
-  float s, c;
-  sincosf(static_cast<float>(r), &s, &c);
-  return make_float2(c, s);
+// N = 2 or 4 floats (8 / 16-byte aligned) through the read-only path, one load.
+template <int N>
+__device__ __forceinline__ void LoadFloats(const float* src, float (&dst)[N]) {
+  static_assert(N == 2 || N == 4, "2 or 4 floats");
+  if constexpr (N == 4) {
+    const float4 v = __ldg(reinterpret_cast<const float4*>(src));
+    dst[0] = v.x;
+    dst[1] = v.y;
+    dst[2] = v.z;
+    dst[3] = v.w;
+  } else {
+    const float2 v = __ldg(reinterpret_cast<const float2*>(src));
+    dst[0] = v.x;
+    dst[1] = v.y;
+  }
 }
 
 __device__ __forceinline__ float2 CMul(float2 a, float2 b) {
@@ -255,9 +265,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int w = 0; w < kDecWords; ++w) words[w] = 0;
 #pragma unroll
       for (int r = 0; r < R; ++r) {  // rounds >= nr read stale bytes: their book rows are zero
-        const uint8_t* gp = kc + r * 48 + (lane >> 1) * 3;
-        const uint32_t c = (lane & 1) ? ((gp[1] >> 4) | (gp[2] << 4)) : (gp[0] | ((gp[1] & 0xfu) << 8));
-        const uint32_t ab = (c & 63u) | (((c >> 6) & 63u) << 8);
+        const uint32_t c = Code12(kc + r * 48, lane);
+        const uint32_t ab = (c & 63u) | ((c >> 6) << 8);
         words[r >> 1] |= ab << (16 * (r & 1));
       }
       uint2* dw = reinterpret_cast<uint2*>(dec + lane * L.dec_stride);
@@ -270,7 +279,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       {
         const double n = static_cast<double>(pos0 + tp + g);
 #pragma unroll
-        for (int k = 0; k < 4; ++k) rot[k] = RotationOf(n * th[k]);
+        for (int k = 0; k < 4; ++k) rot[k] = RopeRotation(n * th[k]);
       }
 #pragma unroll 1
       for (int s = 0; s < kSteps; ++s) {
@@ -379,17 +388,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
           for (int j = 0; j < 8; ++j) {
             const uint32_t code = ((j < 4 ? cw.x : cw.y) >> (8 * (j & 3))) & 0xffu;
-            if constexpr (kVpl == 4) {
-              const float4 v = __ldg(reinterpret_cast<const float4*>(cv + code * 8));
-              e[j][0] = v.x;
-              e[j][1] = v.y;
-              e[j][2] = v.z;
-              e[j][3] = v.w;
-            } else {
-              const float2 v = __ldg(reinterpret_cast<const float2*>(cv + code * 8));
-              e[j][0] = v.x;
-              e[j][1] = v.y;
-            }
+            LoadFloats(cv + code * 8, e[j]);
           }
 #pragma unroll
           for (int j = 0; j < 8; ++j) {

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/code12.cuh"
+
 namespace vqserve::cuda {
 
 // bytes of one row of m codes (m even for 12-bit codes).
@@ -13,9 +15,7 @@ __host__ __device__ inline int VecInferRowBytes(int m, int bits) { return m * bi
 
 // code m of a row.
 __device__ inline int VecInferCode(const uint8_t* row, int m, int bits) {
-  if (bits == 8) return row[m];
-  const uint8_t* b = row + 3 * (m >> 1);
-  return (m & 1) == 0 ? b[0] | (b[1] & 0xf) << 8 : b[1] >> 4 | b[2] << 4;
+  return bits == 8 ? row[m] : Code12(row, m);
 }
 
 }  // namespace vqserve::cuda
