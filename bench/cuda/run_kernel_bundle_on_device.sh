@@ -4,7 +4,8 @@
 # CHECKS entry (decode_check flags, ';'-separated), times BENCH_KERNELS at BENCH_SIZES beside
 # pytorch sdpa, then, when $DIR/bundle.tar.xz exists (bench/cuda/bundle_binaries.sh), runs its
 # gtests (GTESTS, with VQSERVE_MODEL=$DIR/model.gguf.xz unpacked and VQSERVE_VQCB_LIST: one
-# cuda_vecinfer_model_test run per artifact). logs go to $OUT.
+# cuda_vecinfer_model_test run per artifact). FLOOR=1: smem_floor_bench's rows (the formats'
+# shared-memory floors) join the table. logs go to $OUT.
 #   SNAP=.devbuild/k1 DIR=.devbuild/k1 CHECKS="--long --kivi-only;--long --vecinfer-only" \
 #   BENCH_KERNELS=kivi-k2v2,fp16-paged BENCH_SIZES=16x32768 bash bench/cuda/run_kernel_bundle_on_device.sh
 set -o pipefail
@@ -31,6 +32,7 @@ for c in "${checks[@]}"; do
 done
 if [ -n "${BENCH_KERNELS:-}" ]; then
   (cd "$SNAP" && $BK/attention_bench /tmp/ours.csv > /tmp/bench.log 2>&1 &&
+    { [ "${FLOOR:-0}" != 1 ] || $BK/smem_floor_bench /tmp/ours.csv >> /tmp/bench.log 2>&1 || echo "floor bench failed"; } &&
     PYTHONUNBUFFERED=1 python3 bench/cuda/sdpa_bench.py --ours /tmp/ours.csv --csv /tmp/sdpa.csv \
       --md "$OUT/combined.md" > /tmp/sdpa.log 2>&1)
   echo "bench exit: $?"; cat /tmp/bench.log >> "$OUT/env.log"; cat "$OUT/combined.md"

@@ -99,6 +99,17 @@ __device__ __forceinline__ float2 CombineRound(uint32_t a, uint32_t b) {
   return __half22float2(__hfma2(__lowhigh2highlow(hb), __halves2half2(__float2half(-1.0f), __float2half(1.0f)), ha));
 }
 
+// acc[k] += (a + i b) of the 4 rope pairs whose fp16 rows are ea, eb (one word per pair).
+__device__ __forceinline__ void AccumulateRound(const uint4& ea, const uint4& eb, float2 (&acc)[4]) {
+  const uint32_t a[4] = {ea.x, ea.y, ea.z, ea.w}, b[4] = {eb.x, eb.y, eb.z, eb.w};
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const float2 c = CombineRound(a[k], b[k]);
+    acc[k].x += c.x;
+    acc[k].y += c.y;
+  }
+}
+
 // N = 2 or 4 floats (8 / 16-byte aligned) through the read-only path, one load.
 template <int N>
 __device__ __forceinline__ void LoadFloats(const float* src, float (&dst)[N]) {
@@ -308,19 +319,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           const uint8_t* rbk = cvw_smem + r * L.round_bytes;
           const uint4 ea = *reinterpret_cast<const uint4*>(rbk + oa);
           const uint4 eb = *reinterpret_cast<const uint4*>(rbk + ob);
-          float2 c;
-          c = CombineRound(ea.x, eb.x);
-          acc[0].x += c.x;
-          acc[0].y += c.y;
-          c = CombineRound(ea.y, eb.y);
-          acc[1].x += c.x;
-          acc[1].y += c.y;
-          c = CombineRound(ea.z, eb.z);
-          acc[2].x += c.x;
-          acc[2].y += c.y;
-          c = CombineRound(ea.w, eb.w);
-          acc[3].x += c.x;
-          acc[3].y += c.y;
+          AccumulateRound(ea, eb, acc);
         }
         float d[HBP];
 #pragma unroll
