@@ -182,7 +182,8 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
   vc.v_code_bits = v.code_bits;
   vc.per_head = cb->options.per_head;
   vc.hadamard = cb->options.hadamard;
-  if (shape.head_dim == 128 && k.sub_dim == 4 && v.sub_dim == 4 && k.code_bits == 8 && v.code_bits == 8) {
+  if ((shape.head_dim == 128 || shape.head_dim == 64) && k.sub_dim == 4 && v.sub_dim == 4 && k.code_bits == 8 &&
+      v.code_bits == 8) {
     // the v8 decode kernel copies the value books and builds its lut from the fp16 key books
     // instead of converting / loading the fp32 ones per block.
     const int books = shape.num_layers * (vc.per_head ? shape.num_kv_heads : 1);

@@ -110,6 +110,7 @@ struct DecodeAttentionParams {
   // 0 = the default (v8), 1 = the lut kernel (v4), 2 = key mma scores (v5), 3 = fp16 lut scores
   // + value mma (v6), 4 = lut scores and values both on the tensor cores (v7), 5 = v7 with
   // conflict-free value gathers (v7r), 6 = v7's page loop with cheaper per-launch work (v8).
+  // head_dim 64 (same sub-vectors and heads per block): 0 and 6 run v8, 1..5 the lut kernel.
   int vecinfer_version = 0;
 
   // split-kv scratch of DecodeWorkspaceFloats() floats in device memory.

@@ -31,8 +31,8 @@ std::string LaunchVecInferMmaDecode(const DecodeAttentionParams& p, int hb, int 
 std::string LaunchVecInferMma7Decode(const DecodeAttentionParams& p, int hb, int num_splits,
                                      cudaStream_t stream);
 
-// the same shapes, v8: v7's page loop with the per-launch costs cut (book build, residual
-// ring); p.vecinfer_version 6 (vecinfer_v8_decode.cu).
+// the same shapes and head_dim 64, v8: v7's page loop with the per-launch costs cut (book
+// build, residual ring); p.vecinfer_version 6 (vecinfer_v8_decode.cu).
 std::string LaunchVecInferV8Decode(const DecodeAttentionParams& p, int hb, int num_splits,
                                    cudaStream_t stream);
 

@@ -1,4 +1,4 @@
-// vecinfer decode attention v8 (head_dim 128, 4-dim key and value sub-vectors, 8-bit codes):
+// vecinfer decode attention v8 (head_dim 128 or 64, 4-dim key and value sub-vectors, 8-bit codes):
 // v7's page loop (vecinfer_mma7_page.cuh: lut scores and values on the tensor cores,
 // code-independent banks; vecinfer_mma7_decode.cu documents the fragment layout) with the fixed
 // per-launch costs cut:
@@ -17,8 +17,11 @@
 //
 // grid (splits, kv heads x head groups, batch), 512 threads (16 warps), hb <= 4 query heads of
 // one kv head per block. smem: lut and Cv fp16 [256 codes][32 sub-vectors][4] (64 KB each,
-// code-major, the lut at a 64 KB-aligned window address), per warp 3 stages of one 32-token
-// page (k codes [32][32] then v codes [32][32]). warp w takes pages w, w + 16, ...
+// code-major, the lut at a 64 KB-aligned window address; at head_dim 64 the first 16 entries
+// of each code row are used), per warp 3 stages of one 32-token page (k codes [32][D / 4] then
+// v codes [32][D / 4]). warp w takes pages w, w + 16, ...
+// head_dim 64: the sink + ring always after the pages, by ResidualPartial (dense_attention.cuh;
+// BlockResidual is head_dim 128 only).
 // bench_skip_stages (benchmarks only): 1 score gathers, 2 value gathers, 4 book build, 8 residual,
 // 32 all page work (pages still copied) (wrong results); 16 skips only the l2 prefetch of the
 // residual rows (results stay right).
@@ -40,11 +43,12 @@ namespace mma7 {
 namespace {
 
 constexpr int kBuildBatch = 8;  // codebook rows loaded before use, per thread
+constexpr int kRow = 32;        // smem book entries per code (256 bytes; the first D / 4 used)
 // books, 16 warps x 3 stages and the alignment gap of the books (MakeLayout: fits at the
 // sm_90 dynamic-base window address 0x400 and at 0).
 static_assert(2 * kBookBytes + kWarps * kWarpStage + 0x400 <= kSmemBytes, "smem");
 static_assert(kBlockResidualFloats * 4 <= kBookBytes, "residual smem");
-static_assert(kSubs * 256 == 16 * kThreads, "book build: 16 entries per thread");
+static_assert(DenseSmem<64, 4, kThreads>::kFloats * 4 <= kSmemBytes, "head_dim 64 residual smem");
 
 __device__ inline float4 Ldg4(const float4* p) {
   float4 v;
@@ -62,10 +66,11 @@ struct Layout {
   uint32_t lut, high;
   int nlow;
 };
+template <int D>
 __device__ inline Layout MakeLayout(uint32_t win) {
   Layout l;
   l.lut = (0x10000u - (win & 0xFFFFu)) & 0xFFFFu;
-  l.nlow = l.lut / kWarpStage;
+  l.nlow = l.lut / PageShape<D>::kWarpStage;
   l.high = l.lut + 2 * kBookBytes;
   return l;
 }
@@ -76,17 +81,20 @@ __device__ __forceinline__ float LutDot(const float4& q, const float4& k) {
   return __fmaf_rn(q.w, k.w, __fmaf_rn(q.z, k.z, __fmaf_rn(q.y, k.y, __fmul_rn(q.x, k.x))));
 }
 
-// Cv fp16 <- the caller's code-major copy (p.vq_v_codebook_f16): 4096 16-byte cp.async chunks, 8
-// per thread, blocks starting at different chunks; commits one group (empty when `copy` is false).
+// Cv fp16 <- the caller's code-major copy (p.vq_v_codebook_f16, [256][D / 4][4]): 16-byte
+// cp.async chunks (8 per thread at D 128, 4 at 64) into 256-byte code rows, blocks starting at
+// different chunks; commits one group (empty when `copy` is false).
+template <int D>
 __device__ __forceinline__ void CopyHalfValues(const DecodeAttentionParams& p, int kvh, bool copy, uint2* cv_s) {
+  constexpr int kRowChunks = D / 4 / 2, kPerThread = 256 * kRowChunks / kThreads;
   if (copy) {
     const uint8_t* src = reinterpret_cast<const uint8_t*>(p.vq_v_codebook_f16 + kvh * p.vq_v_codebook_head_stride);
     uint8_t* dst = reinterpret_cast<uint8_t*>(cv_s);
     const int rot = blockIdx.x * 3 + blockIdx.y * 5 + blockIdx.z;
 #pragma unroll
-    for (int j = 0; j < kBookBytes / 16 / kThreads; ++j) {
-      const int c = threadIdx.x + kThreads * ((j + rot) % (kBookBytes / 16 / kThreads));
-      CpAsync16(dst + 16 * c, src + 16 * c);
+    for (int j = 0; j < kPerThread; ++j) {
+      const int c = threadIdx.x + kThreads * ((j + rot) % kPerThread);
+      CpAsync16(dst + (kRowChunks == 16 ? 16 * c : 256 * (c / kRowChunks) + 16 * (c % kRowChunks)), src + 16 * c);
     }
   }
   CpAsyncCommit();
@@ -94,13 +102,17 @@ __device__ __forceinline__ void CopyHalfValues(const DecodeAttentionParams& p, i
 
 // lut[code][m] = fp16 (q_h . Ck[m][code]) for h < 4 (0 past hb), and (kWithV) Cv code-major fp16.
 // thread (warp, lane) owns sub-vector m = lane / 2 + 16 (warp & 1) and codes 2 (warp / 2) +
-// (lane & 1) + 16 j: per warp 16 runs of 32 global bytes (kHalfK: Ck from the fp16 copy, 2 runs of
-// 128 bytes), conflict-free 8-byte stores. kBatch codebook rows are loaded before use.
-template <int kBatch, bool kHalfK, bool kWithV>
+// (lane & 1) + 16 j (D 64: m = lane / 2, codes 2 warp + (lane & 1) + 32 j): per warp runs of 32
+// global bytes (kHalfK: Ck from the fp16 copy, runs of 128 bytes), conflict-free 8-byte stores.
+// kBatch codebook rows are loaded before use.
+template <int kBatch, bool kHalfK, bool kWithV, int D>
 __device__ __forceinline__ void BuildBooks(const DecodeAttentionParams& p, int b, int kvh, int h0,
                                            int hb, uint2* lut_s, uint2* cv_s) {
+  constexpr int kSubsD = D / 4, kMG = kSubsD / 16;     // sub-vector groups of 16 lanes' pairs
+  constexpr int kCodes = kSubsD * 256 / kThreads;      // codes per thread: 16 or 8
+  constexpr int kStep = 256 / kCodes, kB = kBatch < kCodes ? kBatch : kCodes;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int m = (lane >> 1) + 16 * (warp & 1), code0 = 2 * (warp >> 1) + (lane & 1);
+  const int m = (lane >> 1) + 16 * (warp & (kMG - 1)), code0 = 2 * (warp >> (kMG - 1)) + (lane & 1);
   const float qs = p.scale * 1.4426950408889634f;  // scores in log2 units
   float4 q[4];
 #pragma unroll
@@ -112,17 +124,17 @@ __device__ __forceinline__ void BuildBooks(const DecodeAttentionParams& p, int b
   const float4* ckg = reinterpret_cast<const float4*>(p.vq_k_codebook + kvh * p.vq_k_codebook_head_stride) + m * 256;
   const float4* cvg = reinterpret_cast<const float4*>(p.vq_v_codebook + kvh * p.vq_v_codebook_head_stride) + m * 256;
   const uint2* ckh = reinterpret_cast<const uint2*>(p.vq_k_codebook_f16 + kvh * p.vq_k_codebook_head_stride) + m;
-  const int rot = (blockIdx.x * 5 + blockIdx.y * 3 + blockIdx.z * 7) & 15;
+  const int rot = (blockIdx.x * 5 + blockIdx.y * 3 + blockIdx.z * 7) & (kCodes - 1);
 #pragma unroll
-  for (int j0 = 0; j0 < 16; j0 += kBatch) {
-    float4 k[kBatch], v[kWithV ? kBatch : 1];
-    int code[kBatch];
+  for (int j0 = 0; j0 < kCodes; j0 += kB) {
+    float4 k[kB], v[kWithV ? kB : 1];
+    int code[kB];
 #pragma unroll
-    for (int j = 0; j < kBatch; ++j) {
-      code[j] = code0 + 16 * ((j0 + j + rot) & 15);
+    for (int j = 0; j < kB; ++j) {
+      code[j] = code0 + kStep * ((j0 + j + rot) & (kCodes - 1));
       if constexpr (kHalfK) {
         uint2 r;
-        asm volatile("ld.global.nc.v2.u32 {%0, %1}, [%2];\n" : "=r"(r.x), "=r"(r.y) : "l"(ckh + code[j] * kSubs));
+        asm volatile("ld.global.nc.v2.u32 {%0, %1}, [%2];\n" : "=r"(r.x), "=r"(r.y) : "l"(ckh + code[j] * kSubsD));
         const float2 lo = Half2BitsToFloat2(r.x), hi = Half2BitsToFloat2(r.y);
         k[j] = make_float4(lo.x, lo.y, hi.x, hi.y);
       } else {
@@ -131,13 +143,13 @@ __device__ __forceinline__ void BuildBooks(const DecodeAttentionParams& p, int b
       if constexpr (kWithV) v[j] = Ldg4(cvg + code[j]);
     }
 #pragma unroll
-    for (int j = 0; j < kBatch; ++j) {
+    for (int j = 0; j < kB; ++j) {
       float d[4];
 #pragma unroll
       for (int h = 0; h < 4; ++h) d[h] = LutDot(q[h], k[j]);
-      lut_s[code[j] * kSubs + m] = make_uint2(PackHalf2(d[0], d[1]), PackHalf2(d[2], d[3]));
+      lut_s[code[j] * kRow + m] = make_uint2(PackHalf2(d[0], d[1]), PackHalf2(d[2], d[3]));
       if constexpr (kWithV) {
-        cv_s[code[j] * kSubs + m] = make_uint2(PackHalf2(v[j].x, v[j].y), PackHalf2(v[j].z, v[j].w));
+        cv_s[code[j] * kRow + m] = make_uint2(PackHalf2(v[j].x, v[j].y), PackHalf2(v[j].z, v[j].w));
       }
     }
   }
@@ -149,25 +161,27 @@ __device__ __forceinline__ void BuildBooks(const DecodeAttentionParams& p, int b
 // is issued (the lut space is its scratch). measured with one split at 16 x 32K: 2-8 us faster
 // than after the pages (runS6c/e). the ring step (block_residual.cuh) takes ~7 us of it
 // (runS7c timeline), 3.8 us of that in its one round of loads + scores.
+template <int D>
 __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int hb, int split, int b,
                                              int kvh, int h0, int t0, int t1, bool residual_first,
                                              uint8_t* smem) {
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
   uint32_t win;
   asm("mov.u32 %0, vq_v8_smem;\n" : "=r"(win));
-  const Layout lay = MakeLayout(win);
-  if (lay.high + (kWarps - lay.nlow) * kWarpStage > kSmemBytes) __trap();  // cannot happen at win 0x400 or 0
+  using S = PageShape<D>;
+  const Layout lay = MakeLayout<D>(win);
+  if (lay.high + (kWarps - lay.nlow) * S::kWarpStage > kSmemBytes) __trap();  // cannot happen at win 0x400 or 0
   uint2* lut_s = reinterpret_cast<uint2*>(smem + lay.lut);  // [256][32] x 4 halves (heads)
-  uint2* cv_s = lut_s + kSubs * 256;                        // [256][32] x 4 halves (dims)
+  uint2* cv_s = lut_s + kRow * 256;                         // [256][32] x 4 halves (dims)
   const uint32_t lut_hi = (win + lay.lut) >> 16;            // window address bits 16.. of the lut
-  const WarpPages pages = MakeWarpPages(p, b, kvh, t0, t1, warp, lane, smem, lay.nlow, lay.high);
-  if (residual_first) {
+  const WarpPages<D> pages = MakeWarpPages<D>(p, b, kvh, t0, t1, warp, lane, smem, lay.nlow, lay.high);
+  if (D == 128 && residual_first) {
     BlockResidual(p, b, kvh, h0, hb, split + 1, reinterpret_cast<float*>(lut_s));
     __syncthreads();  // its merge has read the scratch: the copies and the lut build may write
   }
   TimelineStamp(p, kStampRingFirst);
   const bool build = !(p.bench_skip_stages & 4), half_v = p.vq_v_codebook_f16 != nullptr;
-  CopyHalfValues(p, kvh, build && half_v, cv_s);  // one group, before the 3 page groups
+  CopyHalfValues<D>(p, kvh, build && half_v, cv_s);  // one group, before the 3 page groups
   {
     const int id0 = pages.Id(0), id1 = pages.Id(1), id2 = pages.Id(2);
     pages.Issue(0, id0);
@@ -178,19 +192,19 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
 
   if (build) {
     if (!half_v) {
-      BuildBooks<kBuildBatch, false, true>(p, b, kvh, h0, hb, lut_s, cv_s);
+      BuildBooks<kBuildBatch, false, true, D>(p, b, kvh, h0, hb, lut_s, cv_s);
     } else if (p.vq_k_codebook_f16 == nullptr) {
-      BuildBooks<2 * kBuildBatch, false, false>(p, b, kvh, h0, hb, lut_s, cv_s);
+      BuildBooks<2 * kBuildBatch, false, false, D>(p, b, kvh, h0, hb, lut_s, cv_s);
     } else {
-      BuildBooks<2 * kBuildBatch, true, false>(p, b, kvh, h0, hb, lut_s, cv_s);
+      BuildBooks<2 * kBuildBatch, true, false, D>(p, b, kvh, h0, hb, lut_s, cv_s);
     }
   }
   CpAsyncWait<kWStages>();  // the Cv copy has landed (the page groups may be in flight)
   __syncthreads();
   TimelineStamp(p, kStampBooks);
 
-  const LaneConsts lc = MakeLaneConsts<false>(gid, tig, lut_hi);
-  WarpPartial part;
+  const LaneConsts<D> lc = MakeLaneConsts<false, D>(gid, tig, lut_hi);
+  WarpPartial<D> part;
   part.Init();
   const int page0 = t0 / 32;
   const bool attend = !(p.bench_skip_stages & 32);
@@ -198,9 +212,9 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
   for (int i = 0; i < pages.npages; ++i) {
     CpAsyncWait<2>();  // page i has landed (i + 1, i + 2 may be in flight)
     __syncwarp();
-    uint8_t* kc = pages.wst + st_use * kStageBytes;
-    const uint8_t* vc = kc + kPageCodes;
-    if (attend) AttendPage<false>(p, lc, kc, vc, (page0 + warp + kWarps * i) * 32, t1, &part);
+    uint8_t* kc = pages.wst + st_use * S::kStageBytes;
+    const uint8_t* vc = kc + S::kPageCodes;
+    if (attend) AttendPage<false, D>(p, lc, kc, vc, (page0 + warp + kWarps * i) * 32, t1, &part);
     __syncwarp();  // every lane is done with this stage: page i + 3 may land in it
     pages.Issue(st_use, next_id);
     next_id = pages.Id(i + 4);
@@ -208,7 +222,7 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
   }
   TimelineWarp(p);
   TimelineStamp(p, kStampPages);
-  MergeBlock<false>(p, lc, part, b, h0, hb, split, warp, lane, lut_s);
+  MergeBlock<false, D>(p, lc, part, b, h0, hb, split, warp, lane, lut_s);
   TimelineStamp(p, kStampMerge);
 }
 
@@ -225,8 +239,9 @@ __device__ inline void V8SplitRange(int len, int num_splits, int split, int* t0,
   *t1 = min(len, *t0 + per);
 }
 
-// q_tilde (batch, num_heads, 128) fp32; codebooks (32, 256, 4) fp32 per kv head; pages per
-// docs/kv_formats.md; writes workspace partials (batch, num_heads, splits + 1, 128 + 2).
+// q_tilde (batch, num_heads, D) fp32; codebooks (D / 4, 256, 4) fp32 per kv head; pages per
+// docs/kv_formats.md; writes workspace partials (batch, num_heads, splits + 1, D + 2).
+template <int D>
 __global__ void __launch_bounds__(kThreads, 1)
     VecInferV8DecodeKernel(const DecodeAttentionParams p, int hb, int num_splits) {
   LaunchDependents();  // the split combine may be scheduled (on free sms) now; it waits for us
@@ -242,10 +257,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   V8SplitRange(p.coded_lens[b], num_splits, split, &t0, &t1);
   // one split: the ring first (see CodedPartial); several: the last split (fewest tokens)
   // attends it after its pages, its rows asked into l2 now.
-  const bool first = residual && num_splits == 1 && t0 < t1;
-  if (residual && !first && !(p.bench_skip_stages & 16)) PrefetchResidualL2<kThreads>(p, b, kvh);
+  const bool first = D == 128 && residual && num_splits == 1 && t0 < t1;
+  if (D == 128 && residual && !first && !(p.bench_skip_stages & 16)) PrefetchResidualL2<kThreads>(p, b, kvh);
   if (t0 < t1) {
-    CodedPartial(p, hb, split, b, kvh, h0, t0, t1, first, smem);
+    CodedPartial<D>(p, hb, split, b, kvh, h0, t0, t1, first, smem);
   } else {
     WriteEmptyPartial(p, b, h0, hb, split);
   }
@@ -253,7 +268,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (split == num_splits - 1 && !first) {
     __syncthreads();
     if (residual) {
-      BlockResidual(p, b, kvh, h0, hb, num_splits, reinterpret_cast<float*>(smem));
+      if constexpr (D == 128) {
+        BlockResidual(p, b, kvh, h0, hb, num_splits, reinterpret_cast<float*>(smem));
+      } else {
+        ResidualPartial<D, 4, kThreads>(p, b, kvh, h0, hb, num_splits, reinterpret_cast<float*>(smem));
+      }
     } else {
       WriteEmptyPartial(p, b, h0, hb, num_splits);
     }
@@ -267,10 +286,11 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 std::string LaunchVecInferV8Decode(const DecodeAttentionParams& p, int hb, int num_splits,
                                    cudaStream_t stream) {
-  if (p.head_dim != mma7::kDim || p.vq_k_sub_dim != 4 || p.vq_v_sub_dim != 4 || hb > 4) {
-    return "vecinfer v8 decode: needs head_dim 128, 4-dim sub-vectors, <= 4 heads per block";
+  if ((p.head_dim != 128 && p.head_dim != 64) || p.vq_k_sub_dim != 4 || p.vq_v_sub_dim != 4 || hb > 4) {
+    return "vecinfer v8 decode: needs head_dim 128 or 64, 4-dim sub-vectors, <= 4 heads per block";
   }
-  return mma7::LaunchBlocks<mma7::VecInferV8DecodeKernel>(p, hb, num_splits, stream);
+  if (p.head_dim == 64) return mma7::LaunchBlocks<mma7::VecInferV8DecodeKernel<64>>(p, hb, num_splits, stream);
+  return mma7::LaunchBlocks<mma7::VecInferV8DecodeKernel<128>>(p, hb, num_splits, stream);
 }
 
 }  // namespace vqserve::cuda
