@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cuda/gpu_timing.h"
 #include "bench/cuda/timeline_summary.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/decode_attention.h"
@@ -94,34 +95,8 @@ size_t LayerPageBytes(const Kernel& k) {
   return 0;
 }
 
-double Median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// device-to-device copy of `bytes`, median of 10; returns bytes read + written per second.
-double CopyCeiling(size_t bytes) {
-  void *a, *b;
-  VQ_CUDA_CHECK(cudaMalloc(&a, bytes));
-  VQ_CUDA_CHECK(cudaMalloc(&b, bytes));
-  FillBytes<<<4096, 256>>>(static_cast<uint8_t*>(a), bytes, 1);
-  cudaEvent_t e0, e1;
-  VQ_CUDA_CHECK(cudaEventCreate(&e0));
-  VQ_CUDA_CHECK(cudaEventCreate(&e1));
-  std::vector<float> ms;
-  for (int i = 0; i < 13; ++i) {
-    VQ_CUDA_CHECK(cudaEventRecord(e0));
-    VQ_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice));
-    VQ_CUDA_CHECK(cudaEventRecord(e1));
-    VQ_CUDA_CHECK(cudaEventSynchronize(e1));
-    float t;
-    VQ_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
-    if (i >= 3) ms.push_back(t);
-  }
-  VQ_CUDA_CHECK(cudaFree(a));
-  VQ_CUDA_CHECK(cudaFree(b));
-  return 2.0 * bytes / (Median(ms) * 1e-3);
-}
+using vqserve::bench::CopyCeiling;
+using vqserve::bench::Median;
 
 }  // namespace
 

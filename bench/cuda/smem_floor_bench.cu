@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cuda/gpu_timing.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/decode_attention_common.cuh"
 
@@ -229,41 +230,13 @@ struct Variant {
   int head_bytes;  // page bytes per kv head
 };
 
-float Median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   FILE* csv = argc > 1 ? std::fopen(argv[1], "a") : nullptr;
   int sms = 0;
   VQ_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  // the copy ceiling, as attention_bench: device-to-device copy of 2 GB, read + write bytes.
-  double ceiling = 0;
-  {
-    const size_t n = size_t{2} << 30;
-    void *a, *b;
-    VQ_CUDA_CHECK(cudaMalloc(&a, n));
-    VQ_CUDA_CHECK(cudaMalloc(&b, n));
-    cudaEvent_t e0, e1;
-    VQ_CUDA_CHECK(cudaEventCreate(&e0));
-    VQ_CUDA_CHECK(cudaEventCreate(&e1));
-    std::vector<float> ms;
-    for (int it = 0; it < 8; ++it) {
-      VQ_CUDA_CHECK(cudaEventRecord(e0));
-      VQ_CUDA_CHECK(cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice));
-      VQ_CUDA_CHECK(cudaEventRecord(e1));
-      VQ_CUDA_CHECK(cudaEventSynchronize(e1));
-      float t;
-      VQ_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
-      if (it >= 2) ms.push_back(t);
-    }
-    ceiling = 2.0 * n / (Median(ms) * 1e-3);
-    VQ_CUDA_CHECK(cudaFree(a));
-    VQ_CUDA_CHECK(cudaFree(b));
-  }
+  const double ceiling = vqserve::bench::CopyCeiling(size_t{2} << 30);  // as attention_bench
   std::printf("copy ceiling (read+write): %.1f GB/s, %d sms\n", ceiling / 1e9, sms);
   const Variant variants[] = {
       {"floor-stream-vecinfer", VecInferFloor<false>, kVecInferHeadBytes},
@@ -292,21 +265,11 @@ int main(int argc, char** argv) {
       uint8_t* pages;
       VQ_CUDA_CHECK(cudaMalloc(&pages, pool * copies));
       VQ_CUDA_CHECK(cudaMemset(pages, 0x5a, pool * copies));
-      cudaEvent_t e0, e1;
-      VQ_CUDA_CHECK(cudaEventCreate(&e0));
-      VQ_CUDA_CHECK(cudaEventCreate(&e1));
-      std::vector<float> ms;
-      for (int it = 0; it < 25; ++it) {
-        VQ_CUDA_CHECK(cudaEventRecord(e0));
+      const double us = 1e3 * vqserve::bench::MedianEventMs(5, 20, [&](int it) {
         v.kernel<<<dim3(splits, kKvHeads, batch), kThreads, kSmemBytes>>>(pages + (it % copies) * pool, pages_per_seq, sink);
         VQ_CUDA_CHECK(cudaGetLastError());
-        VQ_CUDA_CHECK(cudaEventRecord(e1));
-        VQ_CUDA_CHECK(cudaEventSynchronize(e1));
-        float t;
-        VQ_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
-        if (it >= 5) ms.push_back(t);
-      }
-      const double us = Median(ms) * 1e3, gbps = pool / (us * 1e-6) / 1e9;
+      });
+      const double gbps = pool / (us * 1e-6) / 1e9;
       std::printf("%-22s %5d %7d %10.1f %9.1f %6.1f   (splits %d)\n", v.name, batch, ctx, us, gbps,
                   100.0 * gbps * 1e9 / ceiling, splits);
       if (csv) std::fprintf(csv, "%s,%d,%d,%.2f,%.0f,%.1f,%.1f\n", v.name, batch, ctx, us, static_cast<double>(pool), gbps,
