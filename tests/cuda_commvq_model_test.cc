@@ -52,7 +52,12 @@ constexpr int kSteps = 40;
 // picked differently at a near-tie moves a logit a little more than fp16 rounding alone.
 constexpr double kCpuRelTolerance = 0.05;
 constexpr double kTieMargin = 0.1;  // a different pick within this cpu lead is a tie
-constexpr double kChunkRelTolerance = 0.02;
+// one prefill step vs single-token steps: the prefill and decode paths round differently in
+// fp16, so a key code at a near-tie can come out differently (commvq: 4096 centres a round),
+// and the flip grows over 30 layers. measured on the full default model without a sink:
+// 2.8% of the range (runS9g; 0.7% with the sink, 0.03% on the 2-block model), as kivi-k2v2's
+// 3.0% there (cuda_kivi_model_test, same bound). 64-token chunks stay exact (0.0).
+constexpr double kChunkRelTolerance = 0.04;
 // encode: share of page bytes allowed to differ from the cpu's (near-ties of two codes).
 constexpr double kEncodeMaxDiffShare = 1e-3;
 

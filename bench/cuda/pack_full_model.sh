@@ -4,9 +4,10 @@
 #   .devbuild/fullA: part1.xz = the first SPLIT bytes of the default model, xz'd;
 #   .devbuild/fullC: bundle.tar.xz = binaries of build dir BUILD with their shared libraries
 #     (bench/cuda/bundle_binaries.sh);
-#   .devbuild/fullB: part2.xz = the rest of the model; vecinfer-k2v2.vqcb and, when COMMVQ_VQCB
-#     names one, commvq-2.vqcb calibrated on the full model; long_prompt.txt; snap/ = a git
-#     archive of HEAD's kernels/ bench/ tests/util (the kernel sweep).
+#   .devbuild/fullB: part2.xz = the rest of the model; vecinfer-k2v2.vqcb; long_prompt.txt;
+#     snap/ = a git archive of HEAD's kernels/ bench/ tests/util (the kernel sweep);
+#   .devbuild/fullD (only when COMMVQ_VQCB names one): commvq-2.vqcb calibrated on the full
+#     model (28 MB: a fourth call stages it).
 #   bash bench/cuda/pack_full_model.sh [BUILD=build] [VQCB=models/default.vqcb]
 set -euo pipefail
 BUILD=${1:-build}
@@ -25,8 +26,9 @@ done
 mkdir -p .devbuild/fullC
 STRIP=1 XZ_OPT="-9e -T2" bash bench/cuda/bundle_binaries.sh "$BUILD" .devbuild/fullC/bundle.tar.xz $bins
 cp "$VQCB" .devbuild/fullB/vecinfer-k2v2.vqcb
-[ -n "${COMMVQ_VQCB:-}" ] && cp "$COMMVQ_VQCB" .devbuild/fullB/commvq-2.vqcb
+rm -rf .devbuild/fullD
+if [ -n "${COMMVQ_VQCB:-}" ]; then mkdir -p .devbuild/fullD && cp "$COMMVQ_VQCB" .devbuild/fullD/commvq-2.vqcb; fi
 head -c 2400 /usr/share/games/fortunes/fortunes > .devbuild/fullB/long_prompt.txt
 rm -rf .devbuild/fullB/snap && mkdir -p .devbuild/fullB/snap
 git archive HEAD kernels bench tests/util | tar -x -C .devbuild/fullB/snap
-du -sb .devbuild/fullA .devbuild/fullB .devbuild/fullC
+du -sb .devbuild/fullA .devbuild/fullB .devbuild/fullC ${COMMVQ_VQCB:+.devbuild/fullD}

@@ -2,7 +2,8 @@
 # the full default model (30 blocks) on the lent h200. its 94 MiB gguf, the binaries and the
 # codebooks are over one call's 64 MiB carry, so they travel in three back-to-back calls on one
 # warm machine (it stays warm ~30 s between calls), prepared here by bench/cuda/pack_full_model.sh:
-#   call 1 (carry .devbuild/fullA) and call 2 (carry .devbuild/fullB):
+#   call 1 (carry .devbuild/fullA) and call 2 (carry .devbuild/fullB), and with commvq books
+#   call 2b (carry .devbuild/fullD):
 #     STAGE=1 bash bench/cuda/run_full_model_on_device.sh   -- parks what they carry in /tmp/keep
 #   call 3 (carry .devbuild/fullC): bash bench/cuda/run_full_model_on_device.sh [what...]
 #     joins the model, checks sha256 against scripts/model.sha256, unpacks the binaries, then
@@ -18,7 +19,7 @@ set -o pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" /tmp/keep
 if [ "${STAGE:-0}" = 1 ]; then
-  for d in .devbuild/fullA .devbuild/fullB; do [ -d $d ] && cp -r $d/. /tmp/keep/; done
+  for d in .devbuild/fullA .devbuild/fullB .devbuild/fullD; do [ -d $d ] && cp -r $d/. /tmp/keep/; done
   ls -la /tmp/keep && echo "staged"
   exit 0
 fi
