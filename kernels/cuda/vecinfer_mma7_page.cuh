@@ -22,25 +22,26 @@
 namespace vqserve::cuda::mma7 {
 
 inline constexpr int kThreads = 512, kWarps = kThreads / 32;
-inline constexpr int kDim = 128, kSubs = 32;        // head dims, sub-vectors of 4 dims
 inline constexpr int kWStages = 3;                  // page stages per warp
-inline constexpr int kPageCodes = 32 * kSubs;       // code bytes of one kv head's page (k or v)
-inline constexpr int kStageBytes = 2 * kPageCodes;  // k codes then v codes
-inline constexpr int kBookBytes = kSubs * 256 * 8;  // fp16 lut or codebook
+inline constexpr int kBookRow = 32;                 // book entries (8 bytes) per code: 256 bytes
+inline constexpr int kBookBytes = kBookRow * 256 * 8;  // fp16 lut or codebook
 inline constexpr int kPRow = 40;                    // halves per probability row (32 + pad)
-inline constexpr uint32_t kWarpStage = kWStages * kStageBytes;  // stage bytes of one warp
 inline constexpr size_t kSmemBytes = 232448;        // all of the sm_90 opt-in maximum
-// the page loop's shape at head_dim D (128: the constants above). book rows stay 256 bytes per
-// code (32 entries, the first kSubs used), so that a gather address is one prmt.
+// the page loop's shape at head_dim D. book rows stay kBookRow entries per code at either D
+// (the first kSubs used), so that a gather address is one prmt.
 template <int D>
 struct PageShape {
   static_assert(D == 128 || D == 64, "head_dim 128 or 64");
   static constexpr int kDim = D, kSubs = D / 4;
   static constexpr int kO = kSubs / 16;     // score steps o of 16 sub-vectors
   static constexpr int kSlots = kSubs / 8;  // value sub-vectors of a lane group
-  static constexpr int kPageCodes = 32 * kSubs, kStageBytes = 2 * kPageCodes;
-  static constexpr uint32_t kWarpStage = kWStages * kStageBytes;
+  static constexpr int kPageCodes = 32 * kSubs, kStageBytes = 2 * kPageCodes;  // k or v; k then v
+  static constexpr uint32_t kWarpStage = kWStages * kStageBytes;  // stage bytes of one warp
 };
+// head_dim 128, the shape of v7 / v7r (vecinfer_mma7_decode.cu) and of v8's defaults.
+inline constexpr int kDim = PageShape<128>::kDim, kSubs = PageShape<128>::kSubs;
+inline constexpr int kPageCodes = PageShape<128>::kPageCodes, kStageBytes = PageShape<128>::kStageBytes;
+inline constexpr uint32_t kWarpStage = PageShape<128>::kWarpStage;
 static_assert(kWarps * 4 * (kDim + 2) * 4 <= kBookBytes, "merge smem");
 static_assert(4 * kPRow * 2 <= kPageCodes, "probabilities fit the k-code half of a stage");
 

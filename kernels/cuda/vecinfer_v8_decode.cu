@@ -43,7 +43,6 @@ namespace mma7 {
 namespace {
 
 constexpr int kBuildBatch = 8;  // codebook rows loaded before use, per thread
-constexpr int kRow = 32;        // smem book entries per code (256 bytes; the first D / 4 used)
 // books, 16 warps x 3 stages and the alignment gap of the books (MakeLayout: fits at the
 // sm_90 dynamic-base window address 0x400 and at 0).
 static_assert(2 * kBookBytes + kWarps * kWarpStage + 0x400 <= kSmemBytes, "smem");
@@ -94,6 +93,7 @@ __device__ __forceinline__ void CopyHalfValues(const DecodeAttentionParams& p, i
 #pragma unroll
     for (int j = 0; j < kPerThread; ++j) {
       const int c = threadIdx.x + kThreads * ((j + rot) % kPerThread);
+      // full 256-byte rows (D 128): chunk c lands at 16 c, written so to keep that code as it was
       CpAsync16(dst + (kRowChunks == 16 ? 16 * c : 256 * (c / kRowChunks) + 16 * (c % kRowChunks)), src + 16 * c);
     }
   }
@@ -147,9 +147,9 @@ __device__ __forceinline__ void BuildBooks(const DecodeAttentionParams& p, int b
       float d[4];
 #pragma unroll
       for (int h = 0; h < 4; ++h) d[h] = LutDot(q[h], k[j]);
-      lut_s[code[j] * kRow + m] = make_uint2(PackHalf2(d[0], d[1]), PackHalf2(d[2], d[3]));
+      lut_s[code[j] * kBookRow + m] = make_uint2(PackHalf2(d[0], d[1]), PackHalf2(d[2], d[3]));
       if constexpr (kWithV) {
-        cv_s[code[j] * kRow + m] = make_uint2(PackHalf2(v[j].x, v[j].y), PackHalf2(v[j].z, v[j].w));
+        cv_s[code[j] * kBookRow + m] = make_uint2(PackHalf2(v[j].x, v[j].y), PackHalf2(v[j].z, v[j].w));
       }
     }
   }
@@ -172,7 +172,7 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
   const Layout lay = MakeLayout<D>(win);
   if (lay.high + (kWarps - lay.nlow) * S::kWarpStage > kSmemBytes) __trap();  // cannot happen at win 0x400 or 0
   uint2* lut_s = reinterpret_cast<uint2*>(smem + lay.lut);  // [256][32] x 4 halves (heads)
-  uint2* cv_s = lut_s + kRow * 256;                         // [256][32] x 4 halves (dims)
+  uint2* cv_s = lut_s + kBookRow * 256;                     // [256][32] x 4 halves (dims)
   const uint32_t lut_hi = (win + lay.lut) >> 16;            // window address bits 16.. of the lut
   const WarpPages<D> pages = MakeWarpPages<D>(p, b, kvh, t0, t1, warp, lane, smem, lay.nlow, lay.high);
   if (D == 128 && residual_first) {
