@@ -60,7 +60,7 @@ struct Kernel {
   std::string name;
   KvPageFormat format;
   int kivi_bits, dk, dv, residual;
-  int vecinfer_version = 0;  // DecodeAttentionParams::vecinfer_version (1 v4 lut, 2 v5, 3 v6, 4 v7, 5 v7r, 6 v8)
+  int vecinfer_version = 0;  // DecodeAttentionParams::vecinfer_version (1 v4 lut, 2 v5, 3 v6, 4 v7, 5 v7r, 6 v8, 7 v8q, 8 v8z)
   int cvq_rounds = 0, cvq_value_rounds = 0;  // commvq: key / value rounds
   int fp16_version = 0;  // 1: the element-wise fp16 kernel instead of the staged one
   int kivi_version = 0;  // 1: the element-wise kivi kernel instead of the staged one
@@ -124,6 +124,8 @@ int main(int argc, char** argv) {
       {"vecinfer-k2v2-v8", KvPageFormat::kVecInfer, 2, 4, 4, 128, 6},
       {"vecinfer-k2v2-v8h", KvPageFormat::kVecInfer, 2, 4, 4, 128, 6, 0, 0, 0, 0, 8, 8, 1},
       {"vecinfer-k2v2-v8hk", KvPageFormat::kVecInfer, 2, 4, 4, 128, 6, 0, 0, 0, 0, 8, 8, 2},
+      {"vecinfer-k2v2-v8qhk", KvPageFormat::kVecInfer, 2, 4, 4, 128, 7, 0, 0, 0, 0, 8, 8, 2},
+      {"vecinfer-k2v2-v8zhk", KvPageFormat::kVecInfer, 2, 4, 4, 128, 8, 0, 0, 0, 0, 8, 8, 2},
       {"vecinfer-k2v2-v8h-plain", KvPageFormat::kVecInfer, 2, 4, 4, 128, 6, 0, 0, 0, 0, 8, 8, 1, true},
       {"vecinfer-k2v2-h", KvPageFormat::kVecInfer, 2, 4, 4, 128, 0, 0, 0, 0, 0, 8, 8, 1},
       {"vecinfer-k2v2-hk", KvPageFormat::kVecInfer, 2, 4, 4, 128, 0, 0, 0, 0, 0, 8, 8, 2},

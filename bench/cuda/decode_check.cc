@@ -27,7 +27,7 @@ struct Variant {
   DecodeFormat format;
   int kivi_bits, dk, dv, residual;
   bool per_head;
-  int vecinfer_version = 0;  // DecodeAttentionParams::vecinfer_version (1 v4 lut, 2 v5, 3 v6, 4 v7, 5 v7r, 6 v8)
+  int vecinfer_version = 0;  // DecodeAttentionParams::vecinfer_version (1 v4 lut, 2 v5, 3 v6, 4 v7, 5 v7r, 6 v8, 7 v8q, 8 v8z)
   int fp16_version = 0;      // 1: the element-wise fp16 kernel instead of the staged one
   int kivi_version = 0;      // 1: the element-wise kivi kernel instead of the staged one
   int k_code_bits = 8, v_code_bits = 8;  // vecinfer code widths (12: the generic kernel)
@@ -279,6 +279,12 @@ int Run(bool with_long, bool commvq_only, bool vecinfer_only, bool kivi_only) {
       {"vecinfer-k2v2-h", DecodeFormat::kVecInfer, 2, 4, 4, 128, false, 0, 0, 0, 8, 8, 1},
       {"vecinfer-k2v2-hk", DecodeFormat::kVecInfer, 2, 4, 4, 128, false, 0, 0, 0, 8, 8, 2},
       {"vecinfer-k2v2-v8hk", DecodeFormat::kVecInfer, 2, 4, 4, 128, false, 6, 0, 0, 8, 8, 2},
+      {"vecinfer-k2v2-v8q", DecodeFormat::kVecInfer, 2, 4, 4, 128, false, 7},
+      {"vecinfer-k2v2-v8q-ph", DecodeFormat::kVecInfer, 2, 4, 4, 128, true, 7},
+      {"vecinfer-k2v2-v8qhk", DecodeFormat::kVecInfer, 2, 4, 4, 128, false, 7, 0, 0, 8, 8, 2},
+      {"vecinfer-k2v2-v8z", DecodeFormat::kVecInfer, 2, 4, 4, 128, false, 8},
+      {"vecinfer-k2v2-v8z-ph", DecodeFormat::kVecInfer, 2, 4, 4, 128, true, 8},
+      {"vecinfer-k2v2-v8zhk", DecodeFormat::kVecInfer, 2, 4, 4, 128, false, 8, 0, 0, 8, 8, 2},
       {"vecinfer-k4v4", DecodeFormat::kVecInfer, 2, 2, 2, 128, false},
       {"vecinfer-k1v1", DecodeFormat::kVecInfer, 2, 8, 8, 128, false},
       {"vecinfer-k2v1", DecodeFormat::kVecInfer, 2, 4, 8, 128, false},

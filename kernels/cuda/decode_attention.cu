@@ -101,32 +101,34 @@ std::string DispatchVecInferHeads(const DecodeAttentionParams& p, int hb, int sp
   return "vecinfer decode: unsupported heads per block";
 }
 
-// the tensor-core vecinfer kernel that vecinfer_version 0 runs: 3 = v6, 4 = v7, 5 = v7r, 6 = v8.
-// v8 at every split count: faster than v7 with several splits (runV8b) and, since its one-split
-// launch attends the ring before its copies, with one too (177.7 vs 183.1 us at 16 x 32K, 343.8
-// vs 354.1 at 32 x 32K, runS6e).
-constexpr int kDefaultVecInferMma = 6;
+// the tensor-core vecinfer kernel that vecinfer_version 0 runs: 3 = v6, 4 = v7, 5 = v7r, 6 = v8,
+// 7 = v8q, 8 = v8z. v8z: 137.3 vs 169.9 us for v8 at 16 x 32K, 50.2 vs 57.5 at 1 x 128K, 259.9
+// vs 330.7 at 32 x 32K (runS10e); at head_dim 64 v8z's lazy max runs on v8's value gathers.
+constexpr int kDefaultVecInferMma = 8;
 
 template <int D>
 std::string DispatchVecInfer(const DecodeAttentionParams& p, int hb, int splits, cudaStream_t s) {
   const int dk = p.vq_k_sub_dim, dv = p.vq_v_sub_dim;
   if (!VecInferLutShape(p)) return LaunchVecInferGenericDecode(p, hb, splits, s);
   // vecinfer_version: 0 default (kDefaultVecInferMma), 1 v4 lut, 2 v5 mma keys, 3 v6, 4 v7,
-  // 5 v7r (v7 with routed value gathers), 6 v8 (v7's loop, cheaper book build and residual).
+  // 5 v7r (v7 with routed value gathers), 6 v8 (v7's loop, cheaper book build and residual),
+  // 7 v8q (v8 with the quad value gathers), 8 v8z (v8q with the lazy softmax max).
   if (D == 128 && dk == 4 && dv == 4 && hb <= 4 && p.vecinfer_version != 1) {
     const int v = p.vecinfer_version != 0 ? p.vecinfer_version : kDefaultVecInferMma;
-    if (v == 6) return LaunchVecInferV8Decode(p, hb, splits, s);
     if (v >= 4) {
       DecodeAttentionParams q = p;
       q.vecinfer_version = v;
-      return LaunchVecInferMma7Decode(q, hb, splits, s);
+      return v >= 6 ? LaunchVecInferV8Decode(q, hb, splits, s) : LaunchVecInferMma7Decode(q, hb, splits, s);
     }
     return LaunchVecInferMmaDecode(p, hb, splits, s);
   }
-  // head_dim 64: v8 as the default (v4 for vecinfer_version 1..5). end to end on the
-  // SmolLM2-135M shape at 16 x 32K it takes a decode step from 7.0 to 3.9 ms (runS8g, runS9c).
-  if (D == 64 && dk == 4 && dv == 4 && hb <= 4 && (p.vecinfer_version == 0 || p.vecinfer_version == 6)) {
-    return LaunchVecInferV8Decode(p, hb, splits, s);
+  // head_dim 64: v8 (v8z's lazy max for version 8, the default; v4 for versions 1..5). end to
+  // end on the SmolLM2-135M shape at 16 x 32K v8 took a decode step from 7.0 to 3.9 ms (runS8g,
+  // runS9c).
+  if (D == 64 && dk == 4 && dv == 4 && hb <= 4 && (p.vecinfer_version == 0 || p.vecinfer_version >= 6)) {
+    DecodeAttentionParams q = p;
+    q.vecinfer_version = p.vecinfer_version != 0 ? p.vecinfer_version : kDefaultVecInferMma;
+    return LaunchVecInferV8Decode(q, hb, splits, s);
   }
   if (dk == 2 && dv == 2) return DispatchVecInferHeads<D, 2, 2>(p, hb, splits, s);
   if (dk == 4 && dv == 4) return DispatchVecInferHeads<D, 4, 4>(p, hb, splits, s);

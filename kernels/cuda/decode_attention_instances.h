@@ -32,7 +32,8 @@ std::string LaunchVecInferMma7Decode(const DecodeAttentionParams& p, int hb, int
                                      cudaStream_t stream);
 
 // the same shapes and head_dim 64, v8: v7's page loop with the per-launch costs cut (book
-// build, residual ring); p.vecinfer_version 6 (vecinfer_v8_decode.cu).
+// build, residual ring); p.vecinfer_version 6, 7 with the quad value gathers (v8q, head_dim
+// 128), 8 also with the lazy softmax max (v8z; vecinfer_v8_decode.cu).
 std::string LaunchVecInferV8Decode(const DecodeAttentionParams& p, int hb, int num_splits,
                                    cudaStream_t stream);
 

@@ -112,7 +112,8 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
   }
   __syncthreads();
 
-  const LaneConsts lc = MakeLaneConsts<kRoute>(gid, tig, lut_hi);
+  constexpr ValueGather kG = kRoute ? ValueGather::kRouted : ValueGather::kPlain;
+  const LaneConsts lc = MakeLaneConsts<kG>(gid, tig, lut_hi);
   WarpPartial part;
   part.Init();
   const int page0 = t0 / 32;
@@ -126,9 +127,9 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
     const uint8_t* vc = kc + kPageCodes;
     st_use = st_use == kWStages - 1 ? 0 : st_use + 1;
     st_issue = st_issue == kWStages - 1 ? 0 : st_issue + 1;
-    AttendPage<kRoute>(p, lc, kc, vc, (page0 + warp + kWarps * i) * 32, t1, &part);
+    AttendPage<kG>(p, lc, kc, vc, (page0 + warp + kWarps * i) * 32, t1, &part);
   }
-  MergeBlock<kRoute>(p, lc, part, b, h0, hb, split, warp, lane, lut_s);
+  MergeBlock<kG>(p, lc, part, b, h0, hb, split, warp, lane, lut_s);
 }
 
 // q_tilde (batch, num_heads, 128) fp32; codebooks (32, 256, 4) fp32 per kv head; pages per

@@ -4,7 +4,8 @@
 // the warp page loop shared by vecinfer decode v7 / v7r (vecinfer_mma7_decode.cu, which
 // documents the fragment layout) and v8 (vecinfer_v8_decode.cu): the cp.async page stages,
 // the per-lane constants, one page's lut scores, online softmax and value mma, and the merge
-// of the block's warp partials. kRoute (v7r) picks the routed value gathers; v8 is kRoute false.
+// of the block's warp partials. ValueGather picks how the value gathers meet the banks: v7 and
+// v8 kPlain, v7r kRouted, v8q and v8z kQuad; kLean (v8z) the lean loop (see kLeanSlack).
 // D = head_dim, 128 or 64 (v8 only; PageShape): at 64 the 16 sub-vectors take one score step o
 // (m = 4 tig + ((j + gid) & 3)) and two value slots (group gid owns sub-vectors 2 gid, 2 gid +
 // 1; slot i takes 2 gid + (i ^ tig / 2)); the books keep the 128 layout's 256-byte code rows.
@@ -27,6 +28,14 @@ inline constexpr int kBookRow = 32;                 // book entries (8 bytes) pe
 inline constexpr int kBookBytes = kBookRow * 256 * 8;  // fp16 lut or codebook
 inline constexpr int kPRow = 40;                    // halves per probability row (32 + pad)
 inline constexpr size_t kSmemBytes = 232448;        // all of the sm_90 opt-in maximum
+
+// the value gathers of a lane group gid (head_dim 128; AttendPage). kPlain: lanes tig < 2 and
+// tig >= 2 take 2 sub-vectors per slot, a half warp sees 8 bank pairs (2-way conflicts).
+// kRouted: 4 sub-vectors per slot, registers swapped back before the mma (64 selects a page).
+// kQuad: 4 sub-vectors per slot (4 gid + (slot ^ tig)), each A fragment used by two mmas whose
+// P keeps the k of one tig each (tig = col / 4, tig = col / 4 + 2): no conflicts, no selects,
+// 32 value mmas a page instead of 16.
+enum class ValueGather { kPlain, kRouted, kQuad };
 // the page loop's shape at head_dim D. book rows stay kBookRow entries per code at either D
 // (the first kSubs used), so that a gather address is one prmt.
 template <int D>
@@ -52,10 +61,17 @@ static_assert(4 * kPRow * 2 <= kPageCodes, "probabilities fit the k-code half of
 __device__ __forceinline__ uint32_t EntryOffset(uint32_t w, uint32_t moff, uint32_t sel) {
   return __byte_perm(w, moff, sel);
 }
-// 8 bytes at shared-window address `addr`.
+// *x, opaque to the compiler (which then keeps it in a register rather than recompute it).
+__device__ __forceinline__ void Pin(uint32_t* x) { asm volatile("mov.b32 %0, %0;\n" : "+r"(*x)); }
+template <typename T>
+__device__ __forceinline__ void Pin(const T** x) {
+  asm volatile("mov.b64 %0, %0;\n" : "+l"(*reinterpret_cast<uint64_t*>(x)));
+}
+// 8 bytes at shared-window address `addr` + kOff.
+template <int kOff = 0>
 __device__ __forceinline__ uint2 Lds64(uint32_t addr) {
   uint2 v;
-  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(addr));
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2+%3];\n" : "=r"(v.x), "=r"(v.y) : "r"(addr), "n"(kOff));
   return v;
 }
 
@@ -102,7 +118,7 @@ __device__ __forceinline__ WarpPages<D> MakeWarpPages(const DecodeAttentionParam
 
 // per-lane constants of the page loop. scores: step (o, j) reads word tig + 4 (o ^ u) of a
 // token's k codes (D 64: word tig), byte (j + gid) & 3. values: slot j takes byte j ^ 2 u ^ th
-// (kRoute: j ^ (tig & 1) ^ 2 th) of the token's word gid (D 64: byte 2 (gid & 1) + (j ^ th)
+// (kRouted: j ^ (tig & 1) ^ 2 th, kQuad: j ^ tig) of the token's word gid (D 64: byte 2 (gid & 1) + (j ^ th)
 // of word gid / 2). the prmt selector puts that byte at bits 8..15 of the address, the
 // constant's bytes 0 and 2 (m * 8 and the book's 64 KB page) around it.
 template <int D = 128>
@@ -116,10 +132,10 @@ struct LaneConsts {
   int my_tok;  // scores: lanes tig < 2 hold token 16 t + my_tok
 };
 // lut_hi: window address bits 16.. of the lut (Cv is the next 64 KB page).
-template <bool kRoute, int D = 128>
+template <ValueGather kG, int D = 128, bool kLean = false>
 __device__ __forceinline__ LaneConsts<D> MakeLaneConsts(int gid, int tig, uint32_t lut_hi) {
   using S = PageShape<D>;
-  static_assert(!kRoute || D == 128, "routed value gathers: head_dim 128 only");
+  static_assert(kG == ValueGather::kPlain || D == 128, "routed / quad value gathers: head_dim 128 only");
   LaneConsts<D> c;
   const int u = gid >> 2, th = tig >> 1;
   c.gid = gid;
@@ -131,9 +147,11 @@ __device__ __forceinline__ LaneConsts<D> MakeLaneConsts(int gid, int tig, uint32
     const int bj = (j + gid) & 3;
     c.ksel[j] = 0x7604u | (bj << 4);
 #pragma unroll
-    for (int o = 0; o < S::kO; ++o) c.kmoff[o][j] = (4 * tig + (S::kO == 2 ? 16 * (o ^ u) : 0) + bj) * 8 | lut_hi << 16;
+    for (int o = 0; o < S::kO; ++o) c.kmoff[o][j] = (4 * tig + (S::kO == 2 ? 16 * (kLean ? o : o ^ u) : 0) + bj) * 8 | lut_hi << 16;
     if constexpr (D == 128) {
-      const int sg = kRoute ? j ^ (tig & 1) ^ (2 * th) : j ^ (2 * u) ^ th;
+      const int sg = kG == ValueGather::kRouted ? j ^ (tig & 1) ^ (2 * th)
+                     : kG == ValueGather::kQuad ? j ^ tig
+                                                : j ^ (2 * u) ^ th;
       c.vsel[j] = 0x7604u | (sg << 4);
       c.vmoff[j] = (4 * gid + sg) * 8 | (lut_hi + 1) << 16;
     } else if (j < S::kSlots) {
@@ -148,6 +166,20 @@ __device__ __forceinline__ LaneConsts<D> MakeLaneConsts(int gid, int tig, uint32
   c.phi = th ? 0x3276u : 0x7632u;
   c.ha = 2 * (tig & 1);
   c.my_tok = gid + 8 * (tig & 1);
+  if constexpr (kLean) {  // opaque: kept in registers, not recomputed in the page loop
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      Pin(&c.ksel[j]);
+      Pin(&c.kmoff[0][j]);
+      if (j < S::kSlots) {
+        Pin(&c.vsel[j]);
+        Pin(&c.vmoff[j]);
+      }
+    }
+    Pin(&c.e0);
+    Pin(&c.e1);
+    Pin(reinterpret_cast<uint32_t*>(&c.my_tok));
+  }
   return c;
 }
 
@@ -171,10 +203,40 @@ struct WarpPartial {
   }
 };
 
+// kLean: the page loop of v8z, the same sums with fewer instructions (the loop's sass, rare
+// paths included: v8q 587 instructions, v8z 531; no lane constant is recomputed per page):
+//  - the lazy max: the running max m of a head moves only when some score of the page is above
+//    m + kLeanSlack (one vote; the exact page max, the l and acc rescale then run as before),
+//    so most pages skip the max exchange. probabilities then reach 2^kLeanSlack: fp16 holds
+//    them (<= 65504) with the same relative precision.
+//  - lane constants pinned in registers (Pin), score step o as an lds offset (its code words
+//    are read as word tig + 4 o: 2-way conflicts on those 8 loads a page, cheaper than the 8
+//    selects that avoid them, runS10e), zero score accumulators (lanes tig >= 2 keep zeros;
+//    their probabilities are never stored and their l is dropped in MergeBlock).
+//  - probabilities stored as half2 of tokens (q, q + 16); the value k-steps take tokens 8 kv ..
+//    + 7 and 8 kv + 16 .. + 23, so the code word loads need no token swap.
+inline constexpr float kLeanSlack = 8.0f;
+
+// acc *= alpha of its heads (lanes tig even: heads 0, 1; odd: 2, 3), unless every alpha is 1
+// (warp-uniform).
+template <int D>
+__device__ __forceinline__ void RescaleAcc(const float (&alpha)[4], bool odd, WarpPartial<D>* w) {
+  if (alpha[0] != 1.0f || alpha[1] != 1.0f || alpha[2] != 1.0f || alpha[3] != 1.0f) {
+    const float a0 = odd ? alpha[2] : alpha[0], a1 = odd ? alpha[3] : alpha[1];
+#pragma unroll
+    for (int mi = 0; mi < WarpPartial<D>::kTiles; ++mi) {
+      w->acc[mi][0] *= a0;
+      w->acc[mi][1] *= a1;
+      w->acc[mi][2] *= a0;
+      w->acc[mi][3] *= a1;
+    }
+  }
+}
+
 // one page of the warp: lut scores of tokens ptok0 .. + 31 (those >= t1 masked), online
 // softmax into *w, O^T += V^T . P. kc, vc: the stage's k and v codes [32 tokens][32]; kc is
 // reused for the probabilities. the books sit at the window pages that c's constants name.
-template <bool kRoute, int D = 128>
+template <ValueGather kG, int D = 128, bool kLean = false>
 __device__ __forceinline__ void AttendPage(const DecodeAttentionParams& p, const LaneConsts<D>& c, uint8_t* kc,
                                            const uint8_t* vc, int ptok0, int t1, WarpPartial<D>* w) {
   using S = PageShape<D>;
@@ -192,7 +254,8 @@ __device__ __forceinline__ void AttendPage(const DecodeAttentionParams& p, const
       for (int r = 0; r < 2; ++r)
 #pragma unroll
         for (int o = 0; o < S::kO; ++o)
-          kw[t][r][o] = *reinterpret_cast<const uint32_t*>(kc + (16 * t + 8 * r + gid) * S::kSubs + 4 * (tig + (S::kO == 2 ? 4 * (o ^ u) : 0)));
+          kw[t][r][o] = *reinterpret_cast<const uint32_t*>(kc + (16 * t + 8 * r + gid) * S::kSubs + 4 * (tig + (S::kO == 2 ? 4 * (kLean ? o : o ^ u) : 0)));
+
 #pragma unroll
     for (int t = 0; t < 2; ++t)
 #pragma unroll
@@ -204,80 +267,139 @@ __device__ __forceinline__ void AttendPage(const DecodeAttentionParams& p, const
         for (int j = 0; j < 4; ++j)
 #pragma unroll
           for (int t = 0; t < 2; ++t) {
-            const uint2 ea = Lds64(EntryOffset(kw[t][0][o], c.kmoff[o][j], c.ksel[j]));
-            const uint2 eb = Lds64(EntryOffset(kw[t][1][o], c.kmoff[o][j], c.ksel[j]));
+            uint2 ea, eb;
+            if constexpr (kLean) {  // step o's sub-vectors are 16 o past step 0's: 128 o bytes
+              const uint32_t xa = EntryOffset(kw[t][0][o], c.kmoff[0][j], c.ksel[j]);
+              const uint32_t xb = EntryOffset(kw[t][1][o], c.kmoff[0][j], c.ksel[j]);
+              ea = o ? Lds64<128>(xa) : Lds64(xa);  // o is unrolled: one of the two
+              eb = o ? Lds64<128>(xb) : Lds64(xb);
+            } else {
+              ea = Lds64(EntryOffset(kw[t][0][o], c.kmoff[o][j], c.ksel[j]));
+              eb = Lds64(EntryOffset(kw[t][1][o], c.kmoff[o][j], c.ksel[j]));
+            }
             Mma16816(s[t], ea.x, ea.y, eb.x, eb.y, c.e0, c.e1);
           }
     }
   }
   // page max per head: own tokens, then the pair of lanes tig, tig ^ 1 splits the heads
-  // (ha, ha + 1 stay), then the other lanes; then the other pair back from tig ^ 1.
-  float mh[4];
+  // (ha, ha + 1 stay), then the other lanes; then the other pair back from tig ^ 1. kLean
+  // skips it when no score is above m_run + kLeanSlack (m_run is then finite: every page has
+  // a token < t1).
+  float mh[4], alpha[4], m_use[4];
+  // kLean: lanes tig >= 2 keep their zeros (their probabilities are never stored and their
+  // l_run is dropped in MergeBlock), and only the last page has tokens >= t1.
+  if (!kLean || ptok0 + 32 > t1) {
 #pragma unroll
-  for (int t = 0; t < 2; ++t) {
-    const bool ok = score_lane && ptok0 + 16 * t + c.my_tok < t1;
+    for (int t = 0; t < 2; ++t) {
+      const bool ok = (kLean || score_lane) && ptok0 + 16 * t + c.my_tok < t1;
 #pragma unroll
-    for (int h = 0; h < 4; ++h) s[t][h] = ok ? s[t][h] : -INFINITY;
+      for (int h = 0; h < 4; ++h) s[t][h] = ok ? s[t][h] : -INFINITY;
+    }
   }
 #pragma unroll
   for (int h = 0; h < 4; ++h) mh[h] = fmaxf(s[0][h], s[1][h]);
-  float k0 = odd ? mh[2] : mh[0], k1 = odd ? mh[3] : mh[1];
-  k0 = fmaxf(k0, __shfl_xor_sync(0xffffffffu, odd ? mh[0] : mh[2], 1));
-  k1 = fmaxf(k1, __shfl_xor_sync(0xffffffffu, odd ? mh[1] : mh[3], 1));
+  bool exact = true;
+  if constexpr (kLean) {
+    bool grow = false;
 #pragma unroll
-  for (int o = 2; o < 32; o <<= 1) {
-    k0 = fmaxf(k0, __shfl_xor_sync(0xffffffffu, k0, o));
-    k1 = fmaxf(k1, __shfl_xor_sync(0xffffffffu, k1, o));
+    for (int h = 0; h < 4; ++h) grow |= mh[h] > w->m_run[h] + kLeanSlack;  // m_run -inf: any finite
+    grow = grow && score_lane;
+    exact = __any_sync(0xffffffffu, grow);
   }
-  const float q0 = __shfl_xor_sync(0xffffffffu, k0, 1), q1 = __shfl_xor_sync(0xffffffffu, k1, 1);
-  const float pm[4] = {odd ? q0 : k0, odd ? q1 : k1, odd ? k0 : q0, odd ? k1 : q1};
-  float alpha[4], m_use[4];
+  if (exact) {
+    if constexpr (kLean) {
 #pragma unroll
-  for (int h = 0; h < 4; ++h) {
-    const float m_new = fmaxf(w->m_run[h], pm[h]);
-    m_use[h] = m_new == -INFINITY ? 0.0f : m_new;
-    alpha[h] = exp2f(w->m_run[h] - m_use[h]);
-    w->m_run[h] = m_new;
+      for (int h = 0; h < 4; ++h) mh[h] = score_lane ? mh[h] : -INFINITY;
+    }
+    float k0 = odd ? mh[2] : mh[0], k1 = odd ? mh[3] : mh[1];
+    k0 = fmaxf(k0, __shfl_xor_sync(0xffffffffu, odd ? mh[0] : mh[2], 1));
+    k1 = fmaxf(k1, __shfl_xor_sync(0xffffffffu, odd ? mh[1] : mh[3], 1));
+#pragma unroll
+    for (int o = 2; o < 32; o <<= 1) {
+      k0 = fmaxf(k0, __shfl_xor_sync(0xffffffffu, k0, o));
+      k1 = fmaxf(k1, __shfl_xor_sync(0xffffffffu, k1, o));
+    }
+    const float q0 = __shfl_xor_sync(0xffffffffu, k0, 1), q1 = __shfl_xor_sync(0xffffffffu, k1, 1);
+    const float pm[4] = {odd ? q0 : k0, odd ? q1 : k1, odd ? k0 : q0, odd ? k1 : q1};
+#pragma unroll
+    for (int h = 0; h < 4; ++h) {
+      const float m_new = fmaxf(w->m_run[h], pm[h]);
+      m_use[h] = m_new == -INFINITY ? 0.0f : m_new;
+      alpha[h] = exp2f(w->m_run[h] - m_use[h]);
+      w->m_run[h] = m_new;
+    }
+    if constexpr (kLean) {  // only an exact page moves m_run (to a finite max: m_use = m_run)
+#pragma unroll
+      for (int h = 0; h < 4; ++h) w->l_run[h] *= alpha[h];
+      RescaleAcc(alpha, odd, w);
+    }
   }
   __syncwarp();  // every lane has read its k codes: the probabilities reuse that space
   __half* pb = reinterpret_cast<__half*>(kc);  // [4 heads][kPRow tokens]
+  uint32_t* pw = reinterpret_cast<uint32_t*>(kc);  // kLean: [4 heads][kPRow / 2] (tokens q, q + 16)
 #pragma unroll
   for (int h = 0; h < 4; ++h) {
-    const float p0 = exp2f(s[0][h] - m_use[h]), p1 = exp2f(s[1][h] - m_use[h]);
-    w->l_run[h] = w->l_run[h] * alpha[h] + (p0 + p1);
+    const float mu = kLean ? w->m_run[h] : m_use[h];
+    const float p0 = exp2f(s[0][h] - mu), p1 = exp2f(s[1][h] - mu);
+    w->l_run[h] = kLean ? w->l_run[h] + (p0 + p1) : w->l_run[h] * alpha[h] + (p0 + p1);
     if (score_lane) {
-      pb[h * kPRow + c.my_tok] = __float2half_rn(p0);
-      pb[h * kPRow + 16 + c.my_tok] = __float2half_rn(p1);
+      if constexpr (kLean) {
+        pw[h * (kPRow / 2) + c.my_tok] = PackHalf2(p0, p1);
+      } else {
+        pb[h * kPRow + c.my_tok] = __float2half_rn(p0);
+        pb[h * kPRow + 16 + c.my_tok] = __float2half_rn(p1);
+      }
     }
   }
-  if (alpha[0] != 1.0f || alpha[1] != 1.0f || alpha[2] != 1.0f || alpha[3] != 1.0f) {  // warp-uniform
-    const float a0 = odd ? alpha[2] : alpha[0], a1 = odd ? alpha[3] : alpha[1];
-#pragma unroll
-    for (int mi = 0; mi < WarpPartial<D>::kTiles; ++mi) {
-      w->acc[mi][0] *= a0;
-      w->acc[mi][1] *= a1;
-      w->acc[mi][2] *= a0;
-      w->acc[mi][3] *= a1;
-    }
-  }
+  if (!kLean) RescaleAcc(alpha, odd, w);
   __syncwarp();
 
   // values: k-step kv = tokens kv * 16 .. + 15; lane k cols are tokens tb, tb + 1, tb + 8, tb + 9.
+  // kLean: k-step kv = tokens 8 kv .. + 7 and 8 kv + 16 .. + 23; lane k cols 2 tig + {0, 1} =
+  // tokens t0, t0 + 16 (t0 = 8 kv + tig), 2 tig + 8 + {0, 1} = t0 + 4, t0 + 20 (code word loads
+  // then see 4 distinct tokens mod 4 per group: no conflicts).
   if (!(p.bench_skip_stages & 2)) {
-    const uint32_t plo = c.plo, phi = c.phi;
+    const uint32_t plo = kLean ? 0x5410u : c.plo, phi = kLean ? 0x7632u : c.phi;
 #pragma unroll
     for (int kv = 0; kv < 2; ++kv) {
-      const int tb = kv * 16 + 2 * tig;
-      uint32_t b0 = *reinterpret_cast<const uint32_t*>(pb + (gid & 3) * kPRow + tb);
-      uint32_t b1 = *reinterpret_cast<const uint32_t*>(pb + (gid & 3) * kPRow + tb + 8);
-      b0 = pkeep ? b0 : 0u;
-      b1 = pkeep ? b1 : 0u;
+      const int tb = kv * 16 + 2 * tig, t0 = kv * 8 + tig;
+      const uint32_t p0 = kLean ? pw[(gid & 3) * (kPRow / 2) + t0]
+                                : *reinterpret_cast<const uint32_t*>(pb + (gid & 3) * kPRow + tb);
+      const uint32_t p1 = kLean ? pw[(gid & 3) * (kPRow / 2) + t0 + 4]
+                                : *reinterpret_cast<const uint32_t*>(pb + (gid & 3) * kPRow + tb + 8);
+      const uint32_t b0 = pkeep ? p0 : 0u, b1 = pkeep ? p1 : 0u;
       const int vw = 4 * (D == 128 ? gid : gid >> 1);  // the word of group gid's sub-vectors
-      const uint32_t c0 = *reinterpret_cast<const uint32_t*>(vc + (tb + th) * S::kSubs + vw);
-      const uint32_t c1 = *reinterpret_cast<const uint32_t*>(vc + (tb + 1 - th) * S::kSubs + vw);
-      const uint32_t c2 = *reinterpret_cast<const uint32_t*>(vc + (tb + 8 + th) * S::kSubs + vw);
-      const uint32_t c3 = *reinterpret_cast<const uint32_t*>(vc + (tb + 9 - th) * S::kSubs + vw);
-      if constexpr (kRoute) {
+      const int tk0 = kLean ? t0 : tb + th, tk1 = kLean ? t0 + 16 : tb + 1 - th;
+      const int tk2 = kLean ? t0 + 4 : tb + 8 + th, tk3 = kLean ? t0 + 20 : tb + 9 - th;
+      const uint32_t c0 = *reinterpret_cast<const uint32_t*>(vc + tk0 * S::kSubs + vw);
+      const uint32_t c1 = *reinterpret_cast<const uint32_t*>(vc + tk1 * S::kSubs + vw);
+      const uint32_t c2 = *reinterpret_cast<const uint32_t*>(vc + tk2 * S::kSubs + vw);
+      const uint32_t c3 = *reinterpret_cast<const uint32_t*>(vc + tk3 * S::kSubs + vw);
+      if constexpr (kG == ValueGather::kQuad) {
+        // acc[sv] += A_sv . P_x + A_{sv ^ 2} . P_y, where P_x keeps the k of lanes tig = u (B
+        // cols 4 u ..: lane tig 0 / 1's sub-vector 4 gid + sv / sv ^ 1) and P_y those of lanes
+        // tig = u + 2 (their sub-vector at slot sv ^ 2 is the same). so each slot's A feeds
+        // acc[sv] (P_x) and acc[sv ^ 2] (P_y).
+        const bool kx = tig == u, ky = tig == u + 2;
+        const uint32_t x0 = kx ? p0 : 0u, x1 = kx ? p1 : 0u, y0 = ky ? p0 : 0u, y1 = ky ? p1 : 0u;
+#pragma unroll
+        for (int sv = 0; sv < 4; ++sv) {
+          const uint2 v0 = Lds64(EntryOffset(c0, c.vmoff[sv], c.vsel[sv]));
+          const uint2 v1 = Lds64(EntryOffset(c1, c.vmoff[sv], c.vsel[sv]));
+          const uint2 v2 = Lds64(EntryOffset(c2, c.vmoff[sv], c.vsel[sv]));
+          const uint2 v3 = Lds64(EntryOffset(c3, c.vmoff[sv], c.vsel[sv]));
+          const uint32_t a[2][4] = {  // [entry half .x / .y][A register]
+              {__byte_perm(v0.x, v1.x, plo), __byte_perm(v0.x, v1.x, phi), __byte_perm(v2.x, v3.x, plo),
+               __byte_perm(v2.x, v3.x, phi)},
+              {__byte_perm(v0.y, v1.y, plo), __byte_perm(v0.y, v1.y, phi), __byte_perm(v2.y, v3.y, plo),
+               __byte_perm(v2.y, v3.y, phi)}};
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            Mma16816(w->acc[2 * sv + e], a[e][0], a[e][1], a[e][2], a[e][3], x0, x1);
+            Mma16816(w->acc[2 * (sv ^ 2) + e], a[e][0], a[e][1], a[e][2], a[e][3], y0, y1);
+          }
+        }
+      } else if constexpr (kG == ValueGather::kRouted) {
         // the 4 lanes of a group gather 4 different sub-vectors (sv ^ tig & 1 ^ 2 th; a half
         // warp, which is what one 8-byte gather wavefront serves, sees 16 distinct m mod 16):
         // odd lanes load slot sv's sub-vector at slot sv ^ 1 and swap the registers back.
@@ -321,9 +443,9 @@ __device__ __forceinline__ void AttendPage(const DecodeAttentionParams& p, const
 
 // after the page loop: waits for the warp's copies, then merges the block's 16 warp partials
 // (staged over the books at `books`, >= 64 KB) into workspace slot `split` of heads h0 .. h0 +
-// hb - 1. lane tig's slot sv holds sub-vector 4 gid + (sv ^ 2 u ^ th) (kRoute: sv ^ 2 th);
-// lane tig ^ 2 holds the same one in slot sv ^ 1 (kRoute: sv ^ 2).
-template <bool kRoute, int D = 128>
+// hb - 1. lane tig's slot sv holds sub-vector 4 gid + (sv ^ 2 u ^ th) (kRouted: sv ^ 2 th,
+// kQuad: sv ^ th); lane tig ^ 2 holds the same one in slot sv ^ 1 (kRouted: sv ^ 2).
+template <ValueGather kG, int D = 128, bool kLean = false>
 __device__ __forceinline__ void MergeBlock(const DecodeAttentionParams& p, const LaneConsts<D>& c,
                                            const WarpPartial<D>& w, int b, int h0, int hb, int split,
                                            int warp, int lane, void* books) {
@@ -339,11 +461,11 @@ __device__ __forceinline__ void MergeBlock(const DecodeAttentionParams& p, const
 #pragma unroll
   for (int mi = 0; mi < kT; ++mi)
 #pragma unroll
-    for (int j = 0; j < 4; ++j) tot[mi][j] = w.acc[mi][j] + __shfl_xor_sync(0xffffffffu, w.acc[mi ^ (kRoute ? 4 : 2)][j], 2);
+    for (int j = 0; j < 4; ++j) tot[mi][j] = w.acc[mi][j] + __shfl_xor_sync(0xffffffffu, w.acc[mi ^ (kG == ValueGather::kRouted ? 4 : 2)][j], 2);
   if (score_lane) {
 #pragma unroll
     for (int mi = 0; mi < kT; ++mi) {
-      const int sub = D == 128 ? 4 * gid + ((mi >> 1) ^ (kRoute ? 0 : 2 * u)) : 2 * gid + (mi >> 1);
+      const int sub = D == 128 ? 4 * gid + ((mi >> 1) ^ (kG == ValueGather::kPlain ? 2 * u : 0)) : 2 * gid + (mi >> 1);
       const int d = 4 * sub + 2 * (mi & 1);
       red[(warp * 4 + ha) * D + d] = tot[mi][0];
       red[(warp * 4 + ha + 1) * D + d] = tot[mi][1];
@@ -353,7 +475,7 @@ __device__ __forceinline__ void MergeBlock(const DecodeAttentionParams& p, const
   }
 #pragma unroll
   for (int h = 0; h < 4; ++h) {
-    const float l = WarpSum(w.l_run[h]);
+    const float l = WarpSum(!kLean || score_lane ? w.l_run[h] : 0.0f);  // kLean: see AttendPage
     if (lane == 0) {
       wm[warp * 4 + h] = w.m_run[h];
       wl[warp * 4 + h] = l;

@@ -26,6 +26,9 @@
 // 32 all page work (pages still copied) (wrong results); 16 skips only the l2 prefetch of the
 // residual rows (results stay right).
 //  - with several splits, the last one (it also attends the residual) takes fewer pages.
+// v8q (kQuad, vecinfer_version 7) gathers values without bank conflicts (ValueGather), v8z
+// (kQuad + kLean, version 8, the default) also runs the lean page loop (vecinfer_mma7_page.cuh);
+// at head_dim 64 version 8 is v8 with the lean loop.
 
 #include <string>
 
@@ -161,7 +164,7 @@ __device__ __forceinline__ void BuildBooks(const DecodeAttentionParams& p, int b
 // is issued (the lut space is its scratch). measured with one split at 16 x 32K: 2-8 us faster
 // than after the pages (runS6c/e). the ring step (block_residual.cuh) takes ~7 us of it
 // (runS7c timeline), 3.8 us of that in its one round of loads + scores.
-template <int D>
+template <int D, ValueGather kG, bool kLean>
 __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int hb, int split, int b,
                                              int kvh, int h0, int t0, int t1, bool residual_first,
                                              uint8_t* smem) {
@@ -174,7 +177,8 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
   uint2* lut_s = reinterpret_cast<uint2*>(smem + lay.lut);  // [256][32] x 4 halves (heads)
   uint2* cv_s = lut_s + kBookRow * 256;                     // [256][32] x 4 halves (dims)
   const uint32_t lut_hi = (win + lay.lut) >> 16;            // window address bits 16.. of the lut
-  const WarpPages<D> pages = MakeWarpPages<D>(p, b, kvh, t0, t1, warp, lane, smem, lay.nlow, lay.high);
+  WarpPages<D> pages = MakeWarpPages<D>(p, b, kvh, t0, t1, warp, lane, smem, lay.nlow, lay.high);
+  if constexpr (kLean) Pin(&pages.table);  // kept, not recomputed per page
   if (D == 128 && residual_first) {
     BlockResidual(p, b, kvh, h0, hb, split + 1, reinterpret_cast<float*>(lut_s));
     __syncthreads();  // its merge has read the scratch: the copies and the lut build may write
@@ -203,7 +207,7 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
   __syncthreads();
   TimelineStamp(p, kStampBooks);
 
-  const LaneConsts<D> lc = MakeLaneConsts<false, D>(gid, tig, lut_hi);
+  const LaneConsts<D> lc = MakeLaneConsts<kG, D, kLean>(gid, tig, lut_hi);
   WarpPartial<D> part;
   part.Init();
   const int page0 = t0 / 32;
@@ -214,7 +218,7 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
     __syncwarp();
     uint8_t* kc = pages.wst + st_use * S::kStageBytes;
     const uint8_t* vc = kc + S::kPageCodes;
-    if (attend) AttendPage<false, D>(p, lc, kc, vc, (page0 + warp + kWarps * i) * 32, t1, &part);
+    if (attend) AttendPage<kG, D, kLean>(p, lc, kc, vc, (page0 + warp + kWarps * i) * 32, t1, &part);
     __syncwarp();  // every lane is done with this stage: page i + 3 may land in it
     pages.Issue(st_use, next_id);
     next_id = pages.Id(i + 4);
@@ -222,7 +226,7 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
   }
   TimelineWarp(p);
   TimelineStamp(p, kStampPages);
-  MergeBlock<false, D>(p, lc, part, b, h0, hb, split, warp, lane, lut_s);
+  MergeBlock<kG, D, kLean>(p, lc, part, b, h0, hb, split, warp, lane, lut_s);
   TimelineStamp(p, kStampMerge);
 }
 
@@ -241,7 +245,7 @@ __device__ inline void V8SplitRange(int len, int num_splits, int split, int* t0,
 
 // q_tilde (batch, num_heads, D) fp32; codebooks (D / 4, 256, 4) fp32 per kv head; pages per
 // docs/kv_formats.md; writes workspace partials (batch, num_heads, splits + 1, D + 2).
-template <int D>
+template <int D, ValueGather kG = ValueGather::kPlain, bool kLean = false>
 __global__ void __launch_bounds__(kThreads, 1)
     VecInferV8DecodeKernel(const DecodeAttentionParams p, int hb, int num_splits) {
   LaunchDependents();  // the split combine may be scheduled (on free sms) now; it waits for us
@@ -260,7 +264,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const bool first = D == 128 && residual && num_splits == 1 && t0 < t1;
   if (D == 128 && residual && !first && !(p.bench_skip_stages & 16)) PrefetchResidualL2<kThreads>(p, b, kvh);
   if (t0 < t1) {
-    CodedPartial<D>(p, hb, split, b, kvh, h0, t0, t1, first, smem);
+    CodedPartial<D, kG, kLean>(p, hb, split, b, kvh, h0, t0, t1, first, smem);
   } else {
     WriteEmptyPartial(p, b, h0, hb, split);
   }
@@ -289,7 +293,20 @@ std::string LaunchVecInferV8Decode(const DecodeAttentionParams& p, int hb, int n
   if ((p.head_dim != 128 && p.head_dim != 64) || p.vq_k_sub_dim != 4 || p.vq_v_sub_dim != 4 || hb > 4) {
     return "vecinfer v8 decode: needs head_dim 128 or 64, 4-dim sub-vectors, <= 4 heads per block";
   }
-  if (p.head_dim == 64) return mma7::LaunchBlocks<mma7::VecInferV8DecodeKernel<64>>(p, hb, num_splits, stream);
+  if (p.head_dim == 64) {  // 8: the lean loop (the quad gathers need head_dim 128)
+    if (p.vecinfer_version == 8) {
+      return mma7::LaunchBlocks<mma7::VecInferV8DecodeKernel<64, mma7::ValueGather::kPlain, true>>(p, hb, num_splits, stream);
+    }
+    return mma7::LaunchBlocks<mma7::VecInferV8DecodeKernel<64>>(p, hb, num_splits, stream);
+  }
+  // vecinfer_version 7: v8q, the quad value gathers; 8: v8z, v8q with the lean loop (head_dim 128).
+  using mma7::ValueGather;
+  if (p.vecinfer_version == 7) {
+    return mma7::LaunchBlocks<mma7::VecInferV8DecodeKernel<128, ValueGather::kQuad>>(p, hb, num_splits, stream);
+  }
+  if (p.vecinfer_version == 8) {
+    return mma7::LaunchBlocks<mma7::VecInferV8DecodeKernel<128, ValueGather::kQuad, true>>(p, hb, num_splits, stream);
+  }
   return mma7::LaunchBlocks<mma7::VecInferV8DecodeKernel<128>>(p, hb, num_splits, stream);
 }
 
