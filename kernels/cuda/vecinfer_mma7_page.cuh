@@ -117,7 +117,7 @@ __device__ __forceinline__ WarpPages<D> MakeWarpPages(const DecodeAttentionParam
 }
 
 // per-lane constants of the page loop. scores: step (o, j) reads word tig + 4 (o ^ u) of a
-// token's k codes (D 64: word tig), byte (j + gid) & 3. values: slot j takes byte j ^ 2 u ^ th
+// token's k codes (kLean: tig + 4 o; D 64: word tig), byte (j + gid) & 3. values: slot j takes byte j ^ 2 u ^ th
 // (kRouted: j ^ (tig & 1) ^ 2 th, kQuad: j ^ tig) of the token's word gid (D 64: byte 2 (gid & 1) + (j ^ th)
 // of word gid / 2). the prmt selector puts that byte at bits 8..15 of the address, the
 // constant's bytes 0 and 2 (m * 8 and the book's 64 KB page) around it.
@@ -255,7 +255,6 @@ __device__ __forceinline__ void AttendPage(const DecodeAttentionParams& p, const
 #pragma unroll
         for (int o = 0; o < S::kO; ++o)
           kw[t][r][o] = *reinterpret_cast<const uint32_t*>(kc + (16 * t + 8 * r + gid) * S::kSubs + 4 * (tig + (S::kO == 2 ? 4 * (kLean ? o : o ^ u) : 0)));
-
 #pragma unroll
     for (int t = 0; t < 2; ++t)
 #pragma unroll
