@@ -30,6 +30,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/decode_attention_instances.h"
 #include "kernels/cuda/dense_attention.cuh"
+#include "kernels/cuda/vecinfer_mma7_block.cuh"
 #include "kernels/cuda/vecinfer_mma7_page.cuh"
 
 // the kernel's dynamic shared memory; at file scope so that inline ptx can name it.

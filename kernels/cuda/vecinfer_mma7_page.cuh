@@ -3,8 +3,8 @@
 
 // the warp page loop shared by vecinfer decode v7 / v7r (vecinfer_mma7_decode.cu, which
 // documents the fragment layout) and v8 (vecinfer_v8_decode.cu): the cp.async page stages,
-// the per-lane constants, one page's lut scores, online softmax and value mma, and the merge
-// of the block's warp partials. ValueGather picks how the value gathers meet the banks: v7 and
+// the per-lane constants, one page's lut scores, online softmax and value mma (the merge of
+// the block's warp partials and the launch: vecinfer_mma7_block.cuh). ValueGather picks how the value gathers meet the banks: v7 and
 // v8 kPlain, v7r kRouted, v8q and v8z kQuad; kLean (v8z) the lean loop (see kLeanSlack).
 // D = head_dim, 128 or 64 (v8 only; PageShape): at 64 the 16 sub-vectors take one score step o
 // (m = 4 tig + ((j + gid) & 3)) and two value slots (group gid owns sub-vectors 2 gid, 2 gid +
@@ -13,9 +13,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
-#include <string>
 
-#include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/decode_attention.h"
 #include "kernels/cuda/decode_attention_common.cuh"
 #include "kernels/cuda/mma_ops.cuh"
@@ -438,67 +436,6 @@ __device__ __forceinline__ void AttendPage(const DecodeAttentionParams& p, const
       }
     }
   }
-}
-
-// after the page loop: waits for the warp's copies, then merges the block's 16 warp partials
-// (staged over the books at `books`, >= 64 KB) into workspace slot `split` of heads h0 .. h0 +
-// hb - 1. lane tig's slot sv holds sub-vector 4 gid + (sv ^ 2 u ^ th) (kRouted: sv ^ 2 th,
-// kQuad: sv ^ th); lane tig ^ 2 holds the same one in slot sv ^ 1 (kRouted: sv ^ 2).
-template <ValueGather kG, int D = 128, bool kLean = false>
-__device__ __forceinline__ void MergeBlock(const DecodeAttentionParams& p, const LaneConsts<D>& c,
-                                           const WarpPartial<D>& w, int b, int h0, int hb, int split,
-                                           int warp, int lane, void* books) {
-  constexpr int kT = WarpPartial<D>::kTiles;
-  const int gid = c.gid, u = c.u, ha = c.ha;
-  const bool score_lane = c.th == 0;
-  CpAsyncWait<0>();
-  __syncthreads();
-  float* red = reinterpret_cast<float*>(books);  // [warp][4 heads][D]
-  float* wm = red + kWarps * 4 * D;                // [warp][4]
-  float* wl = wm + kWarps * 4;
-  float tot[kT][4];
-#pragma unroll
-  for (int mi = 0; mi < kT; ++mi)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) tot[mi][j] = w.acc[mi][j] + __shfl_xor_sync(0xffffffffu, w.acc[mi ^ (kG == ValueGather::kRouted ? 4 : 2)][j], 2);
-  if (score_lane) {
-#pragma unroll
-    for (int mi = 0; mi < kT; ++mi) {
-      const int sub = D == 128 ? 4 * gid + ((mi >> 1) ^ (kG == ValueGather::kPlain ? 2 * u : 0)) : 2 * gid + (mi >> 1);
-      const int d = 4 * sub + 2 * (mi & 1);
-      red[(warp * 4 + ha) * D + d] = tot[mi][0];
-      red[(warp * 4 + ha + 1) * D + d] = tot[mi][1];
-      red[(warp * 4 + ha) * D + d + 1] = tot[mi][2];
-      red[(warp * 4 + ha + 1) * D + d + 1] = tot[mi][3];
-    }
-  }
-#pragma unroll
-  for (int h = 0; h < 4; ++h) {
-    const float l = WarpSum(!kLean || score_lane ? w.l_run[h] : 0.0f);  // kLean: see AttendPage
-    if (lane == 0) {
-      wm[warp * 4 + h] = w.m_run[h];
-      wl[warp * 4 + h] = l;
-    }
-  }
-  __syncthreads();
-  MergeWarpPartials<D, kWarps, kThreads>(p, b, h0, hb, split, wm, wl, red);
-}
-
-// launches kKernel(p, hb, num_splits) on grid (splits, kv heads x head groups, batch), kThreads
-// threads and all of kSmemBytes (its attribute set on the first call); "" or the cuda error.
-template <auto kKernel>
-std::string LaunchBlocks(const DecodeAttentionParams& p, int hb, int num_splits, cudaStream_t stream) {
-  static bool configured = false;
-  if (!configured) {
-    VQ_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                 static_cast<int>(kSmemBytes)));
-    configured = true;
-  }
-  const int group = p.num_heads / p.num_kv_heads;
-  dim3 grid(num_splits, p.num_kv_heads * (group / hb), p.batch);
-  kKernel<<<grid, kThreads, kSmemBytes, stream>>>(p, hb, num_splits);
-  VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
-  return "";
 }
 
 }  // namespace vqserve::cuda::mma7
