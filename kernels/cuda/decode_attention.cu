@@ -112,24 +112,20 @@ std::string DispatchVecInfer(const DecodeAttentionParams& p, int hb, int splits,
   if (!VecInferLutShape(p)) return LaunchVecInferGenericDecode(p, hb, splits, s);
   // vecinfer_version: 0 default (kDefaultVecInferMma), 1 v4 lut, 2 v5 mma keys, 3 v6, 4 v7,
   // 5 v7r (v7 with routed value gathers), 6 v8 (v7's loop, cheaper book build and residual),
-  // 7 v8q (v8 with the quad value gathers), 8 v8z (v8q with the lazy softmax max).
-  if (D == 128 && dk == 4 && dv == 4 && hb <= 4 && p.vecinfer_version != 1) {
-    const int v = p.vecinfer_version != 0 ? p.vecinfer_version : kDefaultVecInferMma;
-    if (v >= 4) {
-      DecodeAttentionParams q = p;
-      q.vecinfer_version = v;
-      return v >= 6 ? LaunchVecInferV8Decode(q, hb, splits, s) : LaunchVecInferMma7Decode(q, hb, splits, s);
-    }
-    return LaunchVecInferMmaDecode(p, hb, splits, s);
+  // 7 v8q (v8 with the quad value gathers), 8 v8z (v8q with the lean page loop). the kernels
+  // below read the resolved version from q.
+  DecodeAttentionParams q = p;
+  q.vecinfer_version = p.vecinfer_version != 0 ? p.vecinfer_version : kDefaultVecInferMma;
+  const int v = q.vecinfer_version;
+  if (D == 128 && dk == 4 && dv == 4 && hb <= 4 && v != 1) {
+    if (v >= 6) return LaunchVecInferV8Decode(q, hb, splits, s);
+    if (v >= 4) return LaunchVecInferMma7Decode(q, hb, splits, s);
+    return LaunchVecInferMmaDecode(q, hb, splits, s);
   }
-  // head_dim 64: v8 (v8z's lazy max for version 8, the default; v4 for versions 1..5). end to
-  // end on the SmolLM2-135M shape at 16 x 32K v8 took a decode step from 7.0 to 3.9 ms (runS8g,
-  // runS9c).
-  if (D == 64 && dk == 4 && dv == 4 && hb <= 4 && (p.vecinfer_version == 0 || p.vecinfer_version >= 6)) {
-    DecodeAttentionParams q = p;
-    q.vecinfer_version = p.vecinfer_version != 0 ? p.vecinfer_version : kDefaultVecInferMma;
-    return LaunchVecInferV8Decode(q, hb, splits, s);
-  }
+  // head_dim 64: v8 (with v8z's lean loop for version 8, the default; v4 for versions 1..5).
+  // end to end on the SmolLM2-135M shape at 16 x 32K v8 took a decode step from 7.0 to 3.9 ms
+  // (runS8g, runS9c).
+  if (D == 64 && dk == 4 && dv == 4 && hb <= 4 && v >= 6) return LaunchVecInferV8Decode(q, hb, splits, s);
   if (dk == 2 && dv == 2) return DispatchVecInferHeads<D, 2, 2>(p, hb, splits, s);
   if (dk == 4 && dv == 4) return DispatchVecInferHeads<D, 4, 4>(p, hb, splits, s);
   if (dk == 8 && dv == 8) return DispatchVecInferHeads<D, 8, 8>(p, hb, splits, s);
