@@ -3,9 +3,11 @@
 
 // the warp page loop shared by vecinfer decode v7 / v7r (vecinfer_mma7_decode.cu, which
 // documents the fragment layout) and v8 (vecinfer_v8_decode.cu): the cp.async page stages,
-// the per-lane constants, one page's lut scores, online softmax and value mma (the merge of
-// the block's warp partials and the launch: vecinfer_mma7_block.cuh). ValueGather picks how the value gathers meet the banks: v7 and
-// v8 kPlain, v7r kRouted, v8q and v8z kQuad; kLean (v8z) the lean loop (see kLeanSlack).
+// the per-lane constants, one page's lut scores (ScorePage), online softmax (SoftmaxPage) and
+// value mma (ValuePage), AttendPage doing the three in turn (the merge of the block's warp
+// partials and the launch: vecinfer_mma7_block.cuh). ValueGather picks how the value gathers
+// meet the banks: v7 and v8 kPlain, v7r kRouted, v8q and v8z kQuad; kLean (v8z) the lean loop
+// (see kLeanSlack).
 // D = head_dim, 128 or 64 (v8 only; PageShape): at 64 the 16 sub-vectors take one score step o
 // (m = 4 tig + ((j + gid) & 3)) and two value slots (group gid owns sub-vectors 2 gid, 2 gid +
 // 1; slot i takes 2 gid + (i ^ tig / 2)); the books keep the 128 layout's 256-byte code rows.
@@ -231,53 +233,55 @@ __device__ __forceinline__ void RescaleAcc(const float (&alpha)[4], bool odd, Wa
   }
 }
 
-// one page of the warp: lut scores of tokens ptok0 .. + 31 (those >= t1 masked), online
-// softmax into *w, O^T += V^T . P. kc, vc: the stage's k and v codes [32 tokens][32]; kc is
-// reused for the probabilities. the books sit at the window pages that c's constants name.
+// a page's lut scores from its k codes kc [32 tokens][kSubs]: tile t = tokens 16 t .. + 15;
+// after the 8 k-steps lanes tig < 2 hold heads 0..3 (s[t][h]) of token 16 t + my_tok. the
+// books sit at the window pages that c's constants name. skip_stages: bench_skip_stages (bit 1
+// skips the gathers).
 template <ValueGather kG, int D = 128, bool kLean = false>
-__device__ __forceinline__ void AttendPage(const DecodeAttentionParams& p, const LaneConsts<D>& c, uint8_t* kc,
-                                           const uint8_t* vc, int ptok0, int t1, WarpPartial<D>* w) {
+__device__ __forceinline__ void ScorePage(int skip_stages, const LaneConsts<D>& c, const uint8_t* kc,
+                                          float (&s)[2][4]) {
   using S = PageShape<D>;
-  const int gid = c.gid, tig = c.tig, u = c.u, th = c.th;
-  const bool pkeep = u == th;  // B col gid carries p only for the k lanes of its half
-  const bool score_lane = th == 0, odd = tig & 1;
-  // scores: tile t = tokens 16 t .. + 15; after the 8 k-steps lanes tig < 2 hold heads
-  // 0..3 (s[t][h]) of token 16 t + my_tok.
-  float s[2][4];
-  {
-    uint32_t kw[2][2][S::kO];  // [tile][token gid / gid + 8][o]
+  const int gid = c.gid, tig = c.tig, u = c.u;
+  uint32_t kw[2][2][S::kO];  // [tile][token gid / gid + 8][o]
 #pragma unroll
-    for (int t = 0; t < 2; ++t)
+  for (int t = 0; t < 2; ++t)
 #pragma unroll
-      for (int r = 0; r < 2; ++r)
-#pragma unroll
-        for (int o = 0; o < S::kO; ++o)
-          kw[t][r][o] = *reinterpret_cast<const uint32_t*>(kc + (16 * t + 8 * r + gid) * S::kSubs + 4 * (tig + (S::kO == 2 ? 4 * (kLean ? o : o ^ u) : 0)));
-#pragma unroll
-    for (int t = 0; t < 2; ++t)
-#pragma unroll
-      for (int h = 0; h < 4; ++h) s[t][h] = 0.0f;
-    if (!(p.bench_skip_stages & 1)) {
+    for (int r = 0; r < 2; ++r)
 #pragma unroll
       for (int o = 0; o < S::kO; ++o)
+        kw[t][r][o] = *reinterpret_cast<const uint32_t*>(kc + (16 * t + 8 * r + gid) * S::kSubs + 4 * (tig + (S::kO == 2 ? 4 * (kLean ? o : o ^ u) : 0)));
 #pragma unroll
-        for (int j = 0; j < 4; ++j)
+  for (int t = 0; t < 2; ++t)
 #pragma unroll
-          for (int t = 0; t < 2; ++t) {
-            uint2 ea, eb;
-            if constexpr (kLean) {  // step o's sub-vectors are 16 o past step 0's: 128 o bytes
-              const uint32_t xa = EntryOffset(kw[t][0][o], c.kmoff[0][j], c.ksel[j]);
-              const uint32_t xb = EntryOffset(kw[t][1][o], c.kmoff[0][j], c.ksel[j]);
-              ea = o ? Lds64<128>(xa) : Lds64(xa);  // o is unrolled: one of the two
-              eb = o ? Lds64<128>(xb) : Lds64(xb);
-            } else {
-              ea = Lds64(EntryOffset(kw[t][0][o], c.kmoff[o][j], c.ksel[j]));
-              eb = Lds64(EntryOffset(kw[t][1][o], c.kmoff[o][j], c.ksel[j]));
-            }
-            Mma16816(s[t], ea.x, ea.y, eb.x, eb.y, c.e0, c.e1);
+    for (int h = 0; h < 4; ++h) s[t][h] = 0.0f;
+  if (!(skip_stages & 1)) {
+#pragma unroll
+    for (int o = 0; o < S::kO; ++o)
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int t = 0; t < 2; ++t) {
+          uint2 ea, eb;
+          if constexpr (kLean) {  // step o's sub-vectors are 16 o past step 0's: 128 o bytes
+            const uint32_t xa = EntryOffset(kw[t][0][o], c.kmoff[0][j], c.ksel[j]);
+            const uint32_t xb = EntryOffset(kw[t][1][o], c.kmoff[0][j], c.ksel[j]);
+            ea = o ? Lds64<128>(xa) : Lds64(xa);  // o is unrolled: one of the two
+            eb = o ? Lds64<128>(xb) : Lds64(xb);
+          } else {
+            ea = Lds64(EntryOffset(kw[t][0][o], c.kmoff[o][j], c.ksel[j]));
+            eb = Lds64(EntryOffset(kw[t][1][o], c.kmoff[o][j], c.ksel[j]));
           }
-    }
+          Mma16816(s[t], ea.x, ea.y, eb.x, eb.y, c.e0, c.e1);
+        }
   }
+}
+
+// online softmax of a page's scores s (tokens ptok0 .. + 31, those >= t1 masked) into *w; the
+// fp16 probabilities go over the page's k codes kc, which every lane has read by then.
+template <ValueGather kG, int D = 128, bool kLean = false>
+__device__ __forceinline__ void SoftmaxPage(const LaneConsts<D>& c, float (&s)[2][4], uint8_t* kc, int ptok0,
+                                            int t1, WarpPartial<D>* w) {
+  const bool score_lane = c.th == 0, odd = c.tig & 1;
   // page max per head: own tokens, then the pair of lanes tig, tig ^ 1 splits the heads
   // (ha, ha + 1 stay), then the other lanes; then the other pair back from tig ^ 1. kLean
   // skips it when no score is above m_run + kLeanSlack (m_run is then finite: every page has
@@ -350,12 +354,23 @@ __device__ __forceinline__ void AttendPage(const DecodeAttentionParams& p, const
   }
   if (!kLean) RescaleAcc(alpha, odd, w);
   __syncwarp();
+}
 
-  // values: k-step kv = tokens kv * 16 .. + 15; lane k cols are tokens tb, tb + 1, tb + 8, tb + 9.
-  // kLean: k-step kv = tokens 8 kv .. + 7 and 8 kv + 16 .. + 23; lane k cols 2 tig + {0, 1} =
-  // tokens t0, t0 + 16 (t0 = 8 kv + tig), 2 tig + 8 + {0, 1} = t0 + 4, t0 + 20 (code word loads
-  // then see 4 distinct tokens mod 4 per group: no conflicts).
-  if (!(p.bench_skip_stages & 2)) {
+// O^T += V^T . P of a page: P from kc (SoftmaxPage), v codes vc [32 tokens][kSubs].
+// k-step kv = tokens kv * 16 .. + 15; lane k cols are tokens tb, tb + 1, tb + 8, tb + 9.
+// kLean: k-step kv = tokens 8 kv .. + 7 and 8 kv + 16 .. + 23; lane k cols 2 tig + {0, 1} =
+// tokens t0, t0 + 16 (t0 = 8 kv + tig), 2 tig + 8 + {0, 1} = t0 + 4, t0 + 20 (code word loads
+// then see 4 distinct tokens mod 4 per group: no conflicts).
+template <ValueGather kG, int D = 128, bool kLean = false>
+__device__ __forceinline__ void ValuePage(int skip_stages, const LaneConsts<D>& c, const uint8_t* kc,
+                                          const uint8_t* vc, WarpPartial<D>* w) {
+  using S = PageShape<D>;
+  const int gid = c.gid, tig = c.tig, u = c.u, th = c.th;
+  const bool pkeep = u == th;  // B col gid carries p only for the k lanes of its half
+  const bool odd = tig & 1;
+  const __half* pb = reinterpret_cast<const __half*>(kc);      // [4 heads][kPRow tokens]
+  const uint32_t* pw = reinterpret_cast<const uint32_t*>(kc);  // kLean: [4 heads][kPRow / 2]
+  if (!(skip_stages & 2)) {
     const uint32_t plo = kLean ? 0x5410u : c.plo, phi = kLean ? 0x7632u : c.phi;
 #pragma unroll
     for (int kv = 0; kv < 2; ++kv) {
@@ -436,6 +451,18 @@ __device__ __forceinline__ void AttendPage(const DecodeAttentionParams& p, const
       }
     }
   }
+}
+
+// one page of the warp: lut scores of tokens ptok0 .. + 31 (those >= t1 masked), online
+// softmax into *w, O^T += V^T . P. kc, vc: the stage's k and v codes; kc is reused for the
+// probabilities.
+template <ValueGather kG, int D = 128, bool kLean = false>
+__device__ __forceinline__ void AttendPage(const DecodeAttentionParams& p, const LaneConsts<D>& c, uint8_t* kc,
+                                           const uint8_t* vc, int ptok0, int t1, WarpPartial<D>* w) {
+  float s[2][4];
+  ScorePage<kG, D, kLean>(p.bench_skip_stages, c, kc, s);
+  SoftmaxPage<kG, D, kLean>(c, s, kc, ptok0, t1, w);
+  ValuePage<kG, D, kLean>(p.bench_skip_stages, c, kc, vc, w);
 }
 
 }  // namespace vqserve::cuda::mma7

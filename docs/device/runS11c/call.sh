@@ -1,0 +1,25 @@
+#!/bin/bash
+# session 11 call 5: v8s (version 9) and v8t (version 10): v8z with the two 16-byte halves of
+# each k code row swapped in the stage for tokens with bit 2 set, so that the lean loop's code
+# word loads (tokens t, t + 4 share banks) have no 2-way conflicts. v8s keeps each score step's
+# gathers at v8z's offsets and loads the words through 2 per-lane offsets; v8t loads words
+# tig + 4 o as v8z does (now the swapped halves) and moves the gathers' sub-vector offsets per
+# lane instead (4 more pinned registers, no lds immediate). beside v8z (version 8, the default)
+# and sdpa. decode_check --long --vecinfer-only; ncu of v8s and v8t at 16 x 32K.
+export OUT=${OUT:-/tmp/out}
+SNAP=. DIR=/nonexistent CHECKS="--long --vecinfer-only" \
+BENCH_KERNELS=vecinfer-k2v2-v8zhk,vecinfer-k2v2-v8shk,vecinfer-k2v2-v8thk BENCH_SIZES=1x8192,1x131072,8x32768,16x32768,32x32768 \
+  timeout 420 bash bench/cuda/run_kernel_bundle_on_device.sh
+cp /tmp/bench.log $OUT/bench.log
+BK=/tmp/build-snap
+M=smsp__inst_executed.sum,smsp__cycles_active.avg,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum
+for s in long_scoreboard math_pipe_throttle mio_throttle not_selected selected short_scoreboard wait dispatch_stall barrier; do
+  M=$M,smsp__average_warps_issue_stalled_${s}_per_issue_active.ratio
+done
+M=$M,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active
+NCU="timeout 60 ncu --clock-control none --kernel-name-base mangled -s 3 -c 1 --section SpeedOfLight --metrics $M"
+$NCU -k regex:ValueGatherE2ELb1ELi1 $BK/attention_bench - vecinfer-k2v2-v8shk 16 32768 > $OUT/ncu_v8s.txt 2>&1
+$NCU -k regex:ValueGatherE2ELb1ELi2 $BK/attention_bench - vecinfer-k2v2-v8thk 16 32768 > $OUT/ncu_v8t.txt 2>&1
+for f in $OUT/ncu_*.txt; do
+  echo "== $f"; grep -E "Duration|L1/TEX Cache|Compute \(SM\)|inst_executed|wavefronts|bank_conflicts|cycles_active|stalled_|pipe_" $f
+done
