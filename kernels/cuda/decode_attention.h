@@ -105,8 +105,9 @@ struct DecodeAttentionParams {
   // commvq kernel: 0 = the warp kernel where its books fit (commvq_warp_decode.h), else the
   // cluster kernel; 1 = always the cluster kernel (commvq_decode.cuh), for comparison.
   int commvq_version = 0;
-  // vecinfer kernel where the tensor-core kernels apply (head_dim 128, 4-dim key and value
-  // sub-vectors, <= 4 query heads per kv head block; elsewhere always the lut kernel, v4):
+  // vecinfer kernel where the tensor-core kernels apply (head_dim 128, and 64 as below; 4-dim
+  // key and value sub-vectors, <= 4 query heads per kv head block; elsewhere always the lut
+  // kernel, v4):
   // 0 = the default (v8z), 1 = the lut kernel (v4), 2 = key mma scores (v5), 3 = fp16 lut scores
   // + value mma (v6), 4 = lut scores and values both on the tensor cores (v7), 5 = v7 with
   // conflict-free value gathers (v7r), 6 = v7's page loop with cheaper per-launch work (v8),

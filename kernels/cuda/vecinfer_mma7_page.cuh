@@ -237,7 +237,7 @@ __device__ __forceinline__ void RescaleAcc(const float (&alpha)[4], bool odd, Wa
 // after the 8 k-steps lanes tig < 2 hold heads 0..3 (s[t][h]) of token 16 t + my_tok. the
 // books sit at the window pages that c's constants name. skip_stages: bench_skip_stages (bit 1
 // skips the gathers).
-template <ValueGather kG, int D = 128, bool kLean = false>
+template <int D = 128, bool kLean = false>
 __device__ __forceinline__ void ScorePage(int skip_stages, const LaneConsts<D>& c, const uint8_t* kc,
                                           float (&s)[2][4]) {
   using S = PageShape<D>;
@@ -278,7 +278,7 @@ __device__ __forceinline__ void ScorePage(int skip_stages, const LaneConsts<D>& 
 
 // online softmax of a page's scores s (tokens ptok0 .. + 31, those >= t1 masked) into *w; the
 // fp16 probabilities go over the page's k codes kc, which every lane has read by then.
-template <ValueGather kG, int D = 128, bool kLean = false>
+template <int D = 128, bool kLean = false>
 __device__ __forceinline__ void SoftmaxPage(const LaneConsts<D>& c, float (&s)[2][4], uint8_t* kc, int ptok0,
                                             int t1, WarpPartial<D>* w) {
   const bool score_lane = c.th == 0, odd = c.tig & 1;
@@ -460,8 +460,8 @@ template <ValueGather kG, int D = 128, bool kLean = false>
 __device__ __forceinline__ void AttendPage(const DecodeAttentionParams& p, const LaneConsts<D>& c, uint8_t* kc,
                                            const uint8_t* vc, int ptok0, int t1, WarpPartial<D>* w) {
   float s[2][4];
-  ScorePage<kG, D, kLean>(p.bench_skip_stages, c, kc, s);
-  SoftmaxPage<kG, D, kLean>(c, s, kc, ptok0, t1, w);
+  ScorePage<D, kLean>(p.bench_skip_stages, c, kc, s);
+  SoftmaxPage<D, kLean>(c, s, kc, ptok0, t1, w);
   ValuePage<kG, D, kLean>(p.bench_skip_stages, c, kc, vc, w);
 }
 
