@@ -182,6 +182,8 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
   vc.v_code_bits = v.code_bits;
   vc.per_head = cb->options.per_head;
   vc.hadamard = cb->options.hadamard;
+  // (8-dim sub-vectors run the v4 lut kernel, which reads the fp32 books, until v8z's run of
+  // them is the default: VecInferV8Sub8 in kernels/cuda/decode_attention.cu.)
   if ((shape.head_dim == 128 || shape.head_dim == 64) && k.sub_dim == 4 && v.sub_dim == 4 && k.code_bits == 8 &&
       v.code_bits == 8) {
     // the v8 decode kernel copies the value books and builds its lut from the fp16 key books
@@ -192,9 +194,9 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
         e != cudaSuccess) {
       return absl::ResourceExhaustedError(absl::StrCat("cuda kv cache: fp16 books: ", cudaGetErrorString(e)));
     }
-    std::string err = cuda::LaunchVecInferHalfBooks(vc.v_centroids, books, shape.head_dim, c->half_books_, nullptr);
+    std::string err = cuda::LaunchVecInferHalfBooks(vc.v_centroids, books, shape.head_dim, v.sub_dim, c->half_books_, nullptr);
     if (err.empty()) {
-      err = cuda::LaunchVecInferHalfBooks(vc.k_centroids, books, shape.head_dim, c->half_books_ + n, nullptr);
+      err = cuda::LaunchVecInferHalfBooks(vc.k_centroids, books, shape.head_dim, k.sub_dim, c->half_books_ + n, nullptr);
     }
     if (cudaError_t e = cudaDeviceSynchronize(); err.empty() && e != cudaSuccess) err = cudaGetErrorString(e);
     if (!err.empty()) return absl::InternalError(absl::StrCat("cuda kv cache: fp16 books: ", err));

@@ -42,6 +42,7 @@ struct FormatCase {
   const char* name;
   testing::DecodeFormat format;
   int kivi_bits, dk, dv, residual;
+  int vecinfer_version = 0;  // DecodeAttentionParams::vecinfer_version (8: v8z, opt-in for 8-dim sub-vectors)
 };
 
 class CudaDecodeReferenceTest
@@ -65,6 +66,7 @@ TEST_P(CudaDecodeReferenceTest, MatchesFloat64Reference) {
     testing::DecodeCase c = testing::MakeDecodeCase(s);
     testing::DeviceDecodeCase dev(c);
     dev.params().num_splits = splits;
+    dev.params().vecinfer_version = fc.vecinfer_version;
     dev.PoisonOutput();
     ASSERT_EQ(cuda::LaunchDecodeAttention(testing::ToKernelFormat(s.format), dev.params(), nullptr), "");
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -81,6 +83,8 @@ const FormatCase kFormats[] = {
     {"vecinfer_k4v4", testing::DecodeFormat::kVecInfer, 2, 2, 2, 128},
     {"vecinfer_k1v1", testing::DecodeFormat::kVecInfer, 2, 8, 8, 128},
     {"vecinfer_k2v1", testing::DecodeFormat::kVecInfer, 2, 4, 8, 128},
+    {"vecinfer_k1v1_v8z", testing::DecodeFormat::kVecInfer, 2, 8, 8, 128, 8},
+    {"vecinfer_k2v1_v8z", testing::DecodeFormat::kVecInfer, 2, 4, 8, 128, 8},
 };
 
 INSTANTIATE_TEST_SUITE_P(
@@ -93,7 +97,10 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 // pages written by a cpu codec, attended on the gpu and by the codec's own AttendPages.
-void CompareWithCpuCodec(const KvCodec& codec, const VecInferCodebooks* vq, int layer, int n) {
+// half_books: vecinfer with the fp16 book copies the runtime makes (vecinfer_half_books.h);
+// vecinfer_version: DecodeAttentionParams::vecinfer_version.
+void CompareWithCpuCodec(const KvCodec& codec, const VecInferCodebooks* vq, int layer, int n,
+                         bool half_books = false, int vecinfer_version = 0) {
   const KvShape& shape = codec.shape();
   const int H = shape.num_kv_heads, NH = shape.num_heads, D = shape.head_dim, P = codec.page_tokens();
   const int R = codec.residual_tokens();
@@ -182,11 +189,16 @@ void CompareWithCpuCodec(const KvCodec& codec, const VecInferCodebooks* vq, int 
     c.spec.kivi_bits = 2;
   }
   testing::DeviceDecodeCase dev(c);
+  if (half_books) {
+    ASSERT_TRUE(dev.UploadHalfBooks(true)) << codec.name();
+  }
+  dev.params().vecinfer_version = vecinfer_version;
   dev.PoisonOutput();
   ASSERT_EQ(cuda::LaunchDecodeAttention(format, dev.params(), nullptr), "");
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<double> ref(ref_out.begin(), ref_out.end());
-  EXPECT_LE(testing::RelativeError(dev.Output(), ref), 1e-3) << codec.name() << " n=" << n;
+  EXPECT_LE(testing::RelativeError(dev.Output(), ref), 1e-3)
+      << codec.name() << " n=" << n << (half_books ? " (fp16 books)" : "") << " version " << vecinfer_version;
 }
 
 // random vecinfer books for a 2-layer `shape`: lambda in [0.5, 1.5], centroids uniform in
@@ -218,6 +230,28 @@ TEST(CudaDecodeCpuCodecTest, MatchesCpuCodecs) {
       CompareWithCpuCodec(*MakeKiviCodec(shape, 2), nullptr, 1, n);
       auto books = RandomBooks(shape, 2, 2, 3);
       CompareWithCpuCodec(*MakeVecInferCodec(books), books.get(), 1, n);
+    }
+  }
+}
+
+// 8-dim sub-vectors (vecinfer-k1v1, -k2v1) and k2v2, with fp32 and with fp16 books, on pages the
+// cpu codec wrote, for gqa 1, 3, 4, 8: the default dispatch and version 8 (v8z's loop; for 8-dim
+// sub-vectors at head_dim 128 opt-in, at 64 the v4 lut kernel either way).
+TEST(CudaDecodeCpuCodecTest, VecInferEightDimWidths) {
+  if (!HaveDevice()) GTEST_SKIP() << "no cuda device on this machine";
+  const float widths[][2] = {{1, 1}, {2, 1}, {2, 2}};
+  for (const auto& w : widths) {
+    for (int d : {64, 128}) {
+      for (int g : {1, 3, 4, 8}) {
+        KvShape shape{2, 2, 2 * g, d};
+        auto books = RandomBooks(shape, w[0], w[1], 11 + g);
+        auto codec = MakeVecInferCodec(books);
+        for (int n : g == 4 ? std::vector<int>{5, 161, 1000} : std::vector<int>{200}) {
+          for (int version : {0, 8}) {
+            for (bool half : {false, true}) CompareWithCpuCodec(*codec, books.get(), 1, n, half, version);
+          }
+        }
+      }
     }
   }
 }

@@ -132,6 +132,12 @@ int main(int argc, char** argv) {
       {"fp16-paged-plain", KvPageFormat::kFp16, 2, 4, 4, 0, 0, 0, 0, 0, 0, 8, 8, 0, true},
       {"vecinfer-k1v1", KvPageFormat::kVecInfer, 2, 8, 8, 128},
       {"vecinfer-k2v1", KvPageFormat::kVecInfer, 2, 4, 8, 128},
+      // k1v1 / k2v1 on v8z's loop (8-dim sub-vectors, version 8, opt-in) with the runtime's fp16
+      // books; -v4 the lut kernel (today's default for them).
+      {"vecinfer-k1v1-v4", KvPageFormat::kVecInfer, 2, 8, 8, 128, 1},
+      {"vecinfer-k2v1-v4", KvPageFormat::kVecInfer, 2, 4, 8, 128, 1},
+      {"vecinfer-k1v1-v8zhk", KvPageFormat::kVecInfer, 2, 8, 8, 128, 8, 0, 0, 0, 0, 8, 8, 2},
+      {"vecinfer-k2v1-v8zhk", KvPageFormat::kVecInfer, 2, 4, 8, 128, 8, 0, 0, 0, 0, 8, 8, 2},
       {"vecinfer-k3v3", KvPageFormat::kVecInfer, 2, 4, 4, 128, 0, 0, 0, 0, 0, 12, 12},
       {"vecinfer-k1.5v1.5", KvPageFormat::kVecInfer, 2, 8, 8, 128, 0, 0, 0, 0, 0, 12, 12},
       {"commvq-1", KvPageFormat::kCommVq, 2, 4, 4, 128, 0, 11, 1},
@@ -233,8 +239,8 @@ int main(int argc, char** argv) {
           const size_t n = vqserve::cuda::VecInferHalfBookElems(1, kDim);
           VQ_CUDA_CHECK(cudaMalloc(&hk, n * 2));
           VQ_CUDA_CHECK(cudaMalloc(&hv, n * 2));
-          std::string e = vqserve::cuda::LaunchVecInferHalfBooks(cv, 1, kDim, hv, nullptr);
-          if (e.empty() && k.half_books == 2) e = vqserve::cuda::LaunchVecInferHalfBooks(ck, 1, kDim, hk, nullptr);
+          std::string e = vqserve::cuda::LaunchVecInferHalfBooks(cv, 1, kDim, k.dv, hv, nullptr);
+          if (e.empty() && k.half_books == 2) e = vqserve::cuda::LaunchVecInferHalfBooks(ck, 1, kDim, k.dk, hk, nullptr);
           if (!e.empty()) std::printf("half books: %s\n", e.c_str());
         }
         VQ_CUDA_CHECK(cudaDeviceSynchronize());

@@ -86,22 +86,23 @@ class DeviceDecodeCase {
   DeviceDecodeCase& operator=(const DeviceDecodeCase&) = delete;
 
   cuda::DecodeAttentionParams& params() { return params_; }
-  // vecinfer with 8-bit codes and 4-dim sub-vectors: fp16 code-major copies of the books
-  // (vecinfer_half_books.h) made on the gpu into the params: the values' and, with `keys`, the
-  // keys'. false for other shapes (params unchanged).
+  // vecinfer with 8-bit codes and sub-vectors of 4 or 8 dims: fp16 code-major copies of the
+  // books (vecinfer_half_books.h) made on the gpu into the params: the values' and, with `keys`,
+  // the keys'. false for other shapes (params unchanged).
   bool UploadHalfBooks(bool keys) {
     cuda::DecodeAttentionParams& p = params_;
-    if (num_books_ == 0 || p.vq_k_sub_dim != 4 || p.vq_v_sub_dim != 4 || p.vq_k_code_bits != 8 ||
+    const auto sub_ok = [](int d) { return d == 4 || d == 8; };
+    if (num_books_ == 0 || !sub_ok(p.vq_k_sub_dim) || !sub_ok(p.vq_v_sub_dim) || p.vq_k_code_bits != 8 ||
         p.vq_v_code_bits != 8) {
       return false;
     }
     const size_t n = cuda::VecInferHalfBookElems(num_books_, p.head_dim);
     uint16_t* v = Alloc<uint16_t>(n);
-    HalfBooksOrDie(cuda::LaunchVecInferHalfBooks(p.vq_v_codebook, num_books_, p.head_dim, v, nullptr));
+    HalfBooksOrDie(cuda::LaunchVecInferHalfBooks(p.vq_v_codebook, num_books_, p.head_dim, p.vq_v_sub_dim, v, nullptr));
     p.vq_v_codebook_f16 = v;
     if (keys) {
       uint16_t* k = Alloc<uint16_t>(n);
-      HalfBooksOrDie(cuda::LaunchVecInferHalfBooks(p.vq_k_codebook, num_books_, p.head_dim, k, nullptr));
+      HalfBooksOrDie(cuda::LaunchVecInferHalfBooks(p.vq_k_codebook, num_books_, p.head_dim, p.vq_k_sub_dim, k, nullptr));
       p.vq_k_codebook_f16 = k;
     }
     VQ_CUDA_CHECK(cudaDeviceSynchronize());

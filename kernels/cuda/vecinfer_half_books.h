@@ -12,15 +12,15 @@
 
 namespace vqserve::cuda {
 
-// halves one fp16 copy of `num_books` books takes (8-bit codes, 4-dim sub-vectors).
+// halves one fp16 copy of `num_books` books takes (8-bit codes, any sub-vector size).
 inline int64_t VecInferHalfBookElems(int num_books, int head_dim) {
   return int64_t{num_books} * 256 * head_dim;
 }
 
-// src: num_books books (head_dim / 4, 256, 4) fp32, book i at src + i * head_dim * 256 floats;
-// dst: (num_books, 256, head_dim / 4, 4) fp16 bits, element (i, code, m, j) = __float2half_rn(
-// src element (i, m, code, j)). "" or the cuda error.
-std::string LaunchVecInferHalfBooks(const float* src, int num_books, int head_dim, uint16_t* dst,
+// src: num_books books (head_dim / d, 256, d) fp32 with d = sub_dim (4 or 8), book i at src +
+// i * head_dim * 256 floats; dst: (num_books, 256, head_dim / d, d) fp16 bits, element (i, code,
+// m, j) = __float2half_rn(src element (i, m, code, j)). "" or the cuda error.
+std::string LaunchVecInferHalfBooks(const float* src, int num_books, int head_dim, int sub_dim, uint16_t* dst,
                                     cudaStream_t stream);
 
 }  // namespace vqserve::cuda

@@ -18,10 +18,11 @@ namespace vqserve::cuda::mma7 {
 // (staged over the books at `books`, >= 64 KB) into workspace slot `split` of heads h0 .. h0 +
 // hb - 1. lane tig's slot sv holds sub-vector 4 gid + (sv ^ 2 u ^ th) (kRouted: sv ^ 2 th,
 // kQuad: sv ^ th); lane tig ^ 2 holds the same one in slot sv ^ 1 (kRouted: sv ^ 2).
-template <ValueGather kG, int D = 128, bool kLean = false>
-__device__ __forceinline__ void MergeBlock(const DecodeAttentionParams& p, const LaneConsts<D>& c,
-                                           const WarpPartial<D>& w, int b, int h0, int hb, int split,
+template <ValueGather kG, class S = PageShape<128>, bool kLean = false>
+__device__ __forceinline__ void MergeBlock(const DecodeAttentionParams& p, const LaneConsts<S>& c,
+                                           const WarpPartial<S::kDim>& w, int b, int h0, int hb, int split,
                                            int warp, int lane, void* books) {
+  constexpr int D = S::kDim;
   constexpr int kT = WarpPartial<D>::kTiles;
   const int gid = c.gid, u = c.u, ha = c.ha;
   const bool score_lane = c.th == 0;

@@ -36,20 +36,29 @@ inline constexpr size_t kSmemBytes = 232448;        // all of the sm_90 opt-in m
 // P keeps the k of one tig each (tig = col / 4, tig = col / 4 + 2): no conflicts, no selects,
 // 32 value mmas a page instead of 16.
 enum class ValueGather { kPlain, kRouted, kQuad };
-// the page loop's shape at head_dim D. book rows stay kBookRow entries per code at either D
-// (the first kSubs used), so that a gather address is one prmt.
-template <int D>
+// the page loop's shape at head_dim D with key / value sub-vectors of DK / DV dims (8-bit codes).
+// book rows stay kBookRow entries per code at either D (the first kSubs used), so that a gather
+// address is one prmt. values are gathered as 4-dim chunks whatever DV: a DV = 8 code row of
+// the fp16 book ([256][D / 8][8]) is the DV = 4 row ([256][D / 4][4]) of the same bytes, chunk
+// 2 m + i being half i of sub-vector m (its code the token's byte m).
+template <int D, int DK = 4, int DV = 4>
 struct PageShape {
   static_assert(D == 128 || D == 64, "head_dim 128 or 64");
-  static constexpr int kDim = D, kSubs = D / 4;
-  static constexpr int kO = kSubs / 16;     // score steps o of 16 sub-vectors
-  static constexpr int kSlots = kSubs / 8;  // value sub-vectors of a lane group
-  static constexpr int kPageCodes = 32 * kSubs, kStageBytes = 2 * kPageCodes;  // k or v; k then v
-  static constexpr uint32_t kWarpStage = kWStages * kStageBytes;  // stage bytes of one warp
+  static_assert((DK == 4 || (DK == 8 && D == 128)) && (DV == 4 || (DV == 8 && D == 128)),
+                "sub-vectors of 4 dims, or of 8 at head_dim 128");
+  static constexpr int kDim = D, kDK = DK, kDV = DV;
+  static constexpr int kSubs = D / 4;            // 4-dim value chunks (Cv book entries of a code)
+  static constexpr int kKSubs = D / DK, kVSubs = D / DV;  // key / value codes of a token
+  static constexpr int kO = kKSubs / 16;         // score steps o of 16 key sub-vectors
+  static constexpr int kSlots = kSubs / 8;       // value chunks of a lane group
+  static constexpr int kKCodes = 32 * kKSubs, kVCodes = 32 * kVSubs;  // code bytes of a page
+  static constexpr int kStageBytes = kKCodes + kVCodes;               // k codes then v codes
+  static constexpr uint32_t kWarpStage = kWStages * kStageBytes;      // stage bytes of one warp
+  static_assert(4 * kPRow * 2 <= kKCodes, "probabilities fit the k-code part of a stage");
 };
 // head_dim 128, the shape of v7 / v7r (vecinfer_mma7_decode.cu) and of v8's defaults.
 inline constexpr int kDim = PageShape<128>::kDim, kSubs = PageShape<128>::kSubs;
-inline constexpr int kPageCodes = PageShape<128>::kPageCodes, kStageBytes = PageShape<128>::kStageBytes;
+inline constexpr int kPageCodes = PageShape<128>::kKCodes, kStageBytes = PageShape<128>::kStageBytes;
 inline constexpr uint32_t kWarpStage = PageShape<128>::kWarpStage;
 static_assert(kWarps * 4 * (kDim + 2) * 4 <= kBookBytes, "merge smem");
 static_assert(4 * kPRow * 2 <= kPageCodes, "probabilities fit the k-code half of a stage");
@@ -76,10 +85,9 @@ __device__ __forceinline__ uint2 Lds64(uint32_t addr) {
 }
 
 // the pages of one warp, table[kWarps * i] for i < npages, and their cp.async into the warp's
-// kWStages stages at wst (k codes [32][kSubs] then v codes [32][kSubs]).
-template <int D = 128>
+// kWStages stages at wst (k codes [32][kKSubs] then v codes [32][kVSubs]).
+template <class S = PageShape<128>>
 struct WarpPages {
-  using S = PageShape<D>;
   const DecodeAttentionParams& p;
   const int32_t* table;
   int npages, lane;
@@ -93,37 +101,38 @@ struct WarpPages {
       const uint8_t* src = lsrc + static_cast<int64_t>(id) * p.page_stride;
       uint8_t* dst = wst + stage * S::kStageBytes + lane * 16;
       CpAsync16(dst, src);
-      if constexpr (D == 128) CpAsync16(dst + 512, src + 512);
-      CpAsync16(dst + S::kPageCodes, src + dv);
-      if constexpr (D == 128) CpAsync16(dst + S::kPageCodes + 512, src + dv + 512);
+      if constexpr (S::kKCodes == 1024) CpAsync16(dst + 512, src + 512);
+      CpAsync16(dst + S::kKCodes, src + dv);
+      if constexpr (S::kVCodes == 1024) CpAsync16(dst + S::kKCodes + 512, src + dv + 512);
     }
     CpAsyncCommit();
   }
 };
 // warp `warp`'s pages w, w + 16, ... of coded tokens [t0, t1) of sequence b, kv head kvh; its
 // stages at smem + warp * kWarpStage for warps < nlow, else at high + (warp - nlow) * kWarpStage.
-template <int D = 128>
-__device__ __forceinline__ WarpPages<D> MakeWarpPages(const DecodeAttentionParams& p, int b, int kvh, int t0,
+template <class S = PageShape<128>>
+__device__ __forceinline__ WarpPages<S> MakeWarpPages(const DecodeAttentionParams& p, int b, int kvh, int t0,
                                                    int t1, int warp, int lane, uint8_t* smem, int nlow,
                                                    uint32_t high) {
   const int32_t* table = p.block_tables + b * p.block_table_stride + t0 / 32 + warp;
   const int page_end = (t1 + 31) / 32, page0 = t0 / 32;
   const int npages = page_end - page0 > warp ? (page_end - page0 - warp + kWarps - 1) / kWarps : 0;
-  using S = PageShape<D>;
   uint8_t* wst = smem + (warp < nlow ? warp * S::kWarpStage : high + (warp - nlow) * S::kWarpStage);
-  const uint8_t* lsrc = p.pages + p.layer_offset + static_cast<int64_t>(kvh) * S::kPageCodes + lane * 16;
-  const int64_t dv = static_cast<int64_t>(p.num_kv_heads) * S::kPageCodes;
-  return WarpPages<D>{p, table, npages, lane, wst, lsrc, dv};
+  const uint8_t* lsrc = p.pages + p.layer_offset + static_cast<int64_t>(kvh) * S::kKCodes + lane * 16;
+  // Kcodes[H][32][kKSubs] then Vcodes[H][32][kVSubs] (docs/kv_formats.md)
+  const int64_t dv = static_cast<int64_t>(p.num_kv_heads) * S::kKCodes + static_cast<int64_t>(kvh) * (S::kVCodes - S::kKCodes);
+  return WarpPages<S>{p, table, npages, lane, wst, lsrc, dv};
 }
 
 // per-lane constants of the page loop. scores: step (o, j) reads word tig + 4 (o ^ u) of a
 // token's k codes (kLean: tig + 4 o; D 64: word tig), byte (j + gid) & 3. values: slot j takes byte j ^ 2 u ^ th
 // (kRouted: j ^ (tig & 1) ^ 2 th, kQuad: j ^ tig) of the token's word gid (D 64: byte 2 (gid & 1) + (j ^ th)
-// of word gid / 2). the prmt selector puts that byte at bits 8..15 of the address, the
-// constant's bytes 0 and 2 (m * 8 and the book's 64 KB page) around it.
-template <int D = 128>
+// of word gid / 2). DK 8: 16 key codes, as D 64's. DV 8: value chunk 4 gid + sg is half sg & 1 of
+// sub-vector 2 gid + sg / 2, byte 2 (gid & 1) + sg / 2 of word gid / 2. the prmt selector puts
+// that byte at bits 8..15 of the address, the constant's bytes 0 and 2 (m * 8 and the book's
+// 64 KB page) around it.
+template <class S = PageShape<128>>
 struct LaneConsts {
-  using S = PageShape<D>;
   int gid, tig, u, th;  // lane = 4 gid + tig, u = gid / 4, th = tig / 2
   uint32_t kmoff[S::kO][4], ksel[4], vmoff[S::kSlots], vsel[S::kSlots];
   uint32_t e0, e1;  // E: k = 2 tig + {0, 1} -> cols 0, 1, k = 2 tig + 8 + {0, 1} -> cols 2, 3
@@ -132,11 +141,10 @@ struct LaneConsts {
   int my_tok;  // scores: lanes tig < 2 hold token 16 t + my_tok
 };
 // lut_hi: window address bits 16.. of the lut (Cv is the next 64 KB page).
-template <ValueGather kG, int D = 128, bool kLean = false>
-__device__ __forceinline__ LaneConsts<D> MakeLaneConsts(int gid, int tig, uint32_t lut_hi) {
-  using S = PageShape<D>;
-  static_assert(kG == ValueGather::kPlain || D == 128, "routed / quad value gathers: head_dim 128 only");
-  LaneConsts<D> c;
+template <ValueGather kG, class S = PageShape<128>, bool kLean = false>
+__device__ __forceinline__ LaneConsts<S> MakeLaneConsts(int gid, int tig, uint32_t lut_hi) {
+  static_assert(kG == ValueGather::kPlain || S::kDim == 128, "routed / quad value gathers: head_dim 128 only");
+  LaneConsts<S> c;
   const int u = gid >> 2, th = tig >> 1;
   c.gid = gid;
   c.tig = tig;
@@ -148,11 +156,11 @@ __device__ __forceinline__ LaneConsts<D> MakeLaneConsts(int gid, int tig, uint32
     c.ksel[j] = 0x7604u | (bj << 4);
 #pragma unroll
     for (int o = 0; o < S::kO; ++o) c.kmoff[o][j] = (4 * tig + (S::kO == 2 ? 16 * (kLean ? o : o ^ u) : 0) + bj) * 8 | lut_hi << 16;
-    if constexpr (D == 128) {
+    if constexpr (S::kDim == 128) {
       const int sg = kG == ValueGather::kRouted ? j ^ (tig & 1) ^ (2 * th)
                      : kG == ValueGather::kQuad ? j ^ tig
                                                 : j ^ (2 * u) ^ th;
-      c.vsel[j] = 0x7604u | (sg << 4);
+      c.vsel[j] = 0x7604u | ((S::kDV == 8 ? 2 * (gid & 1) + (sg >> 1) : sg) << 4);
       c.vmoff[j] = (4 * gid + sg) * 8 | (lut_hi + 1) << 16;
     } else if (j < S::kSlots) {
       const int sg = j ^ th;
@@ -237,10 +245,9 @@ __device__ __forceinline__ void RescaleAcc(const float (&alpha)[4], bool odd, Wa
 // after the 8 k-steps lanes tig < 2 hold heads 0..3 (s[t][h]) of token 16 t + my_tok. the
 // books sit at the window pages that c's constants name. skip_stages: bench_skip_stages (bit 1
 // skips the gathers).
-template <int D = 128, bool kLean = false>
-__device__ __forceinline__ void ScorePage(int skip_stages, const LaneConsts<D>& c, const uint8_t* kc,
+template <class S = PageShape<128>, bool kLean = false>
+__device__ __forceinline__ void ScorePage(int skip_stages, const LaneConsts<S>& c, const uint8_t* kc,
                                           float (&s)[2][4]) {
-  using S = PageShape<D>;
   const int gid = c.gid, tig = c.tig, u = c.u;
   uint32_t kw[2][2][S::kO];  // [tile][token gid / gid + 8][o]
 #pragma unroll
@@ -249,7 +256,7 @@ __device__ __forceinline__ void ScorePage(int skip_stages, const LaneConsts<D>& 
     for (int r = 0; r < 2; ++r)
 #pragma unroll
       for (int o = 0; o < S::kO; ++o)
-        kw[t][r][o] = *reinterpret_cast<const uint32_t*>(kc + (16 * t + 8 * r + gid) * S::kSubs + 4 * (tig + (S::kO == 2 ? 4 * (kLean ? o : o ^ u) : 0)));
+        kw[t][r][o] = *reinterpret_cast<const uint32_t*>(kc + (16 * t + 8 * r + gid) * S::kKSubs + 4 * (tig + (S::kO == 2 ? 4 * (kLean ? o : o ^ u) : 0)));
 #pragma unroll
   for (int t = 0; t < 2; ++t)
 #pragma unroll
@@ -278,9 +285,9 @@ __device__ __forceinline__ void ScorePage(int skip_stages, const LaneConsts<D>& 
 
 // online softmax of a page's scores s (tokens ptok0 .. + 31, those >= t1 masked) into *w; the
 // fp16 probabilities go over the page's k codes kc, which every lane has read by then.
-template <int D = 128, bool kLean = false>
-__device__ __forceinline__ void SoftmaxPage(const LaneConsts<D>& c, float (&s)[2][4], uint8_t* kc, int ptok0,
-                                            int t1, WarpPartial<D>* w) {
+template <class S = PageShape<128>, bool kLean = false>
+__device__ __forceinline__ void SoftmaxPage(const LaneConsts<S>& c, float (&s)[2][4], uint8_t* kc, int ptok0,
+                                            int t1, WarpPartial<S::kDim>* w) {
   const bool score_lane = c.th == 0, odd = c.tig & 1;
   // page max per head: own tokens, then the pair of lanes tig, tig ^ 1 splits the heads
   // (ha, ha + 1 stay), then the other lanes; then the other pair back from tig ^ 1. kLean
@@ -361,10 +368,9 @@ __device__ __forceinline__ void SoftmaxPage(const LaneConsts<D>& c, float (&s)[2
 // kLean: k-step kv = tokens 8 kv .. + 7 and 8 kv + 16 .. + 23; lane k cols 2 tig + {0, 1} =
 // tokens t0, t0 + 16 (t0 = 8 kv + tig), 2 tig + 8 + {0, 1} = t0 + 4, t0 + 20 (code word loads
 // then see 4 distinct tokens mod 4 per group: no conflicts).
-template <ValueGather kG, int D = 128, bool kLean = false>
-__device__ __forceinline__ void ValuePage(int skip_stages, const LaneConsts<D>& c, const uint8_t* kc,
-                                          const uint8_t* vc, WarpPartial<D>* w) {
-  using S = PageShape<D>;
+template <ValueGather kG, class S = PageShape<128>, bool kLean = false>
+__device__ __forceinline__ void ValuePage(int skip_stages, const LaneConsts<S>& c, const uint8_t* kc,
+                                          const uint8_t* vc, WarpPartial<S::kDim>* w) {
   const int gid = c.gid, tig = c.tig, u = c.u, th = c.th;
   const bool pkeep = u == th;  // B col gid carries p only for the k lanes of its half
   const bool odd = tig & 1;
@@ -380,13 +386,13 @@ __device__ __forceinline__ void ValuePage(int skip_stages, const LaneConsts<D>& 
       const uint32_t p1 = kLean ? pw[(gid & 3) * (kPRow / 2) + t0 + 4]
                                 : *reinterpret_cast<const uint32_t*>(pb + (gid & 3) * kPRow + tb + 8);
       const uint32_t b0 = pkeep ? p0 : 0u, b1 = pkeep ? p1 : 0u;
-      const int vw = 4 * (D == 128 ? gid : gid >> 1);  // the word of group gid's sub-vectors
+      const int vw = 4 * (S::kVSubs == 32 ? gid : gid >> 1);  // the word of group gid's sub-vectors
       const int tk0 = kLean ? t0 : tb + th, tk1 = kLean ? t0 + 16 : tb + 1 - th;
       const int tk2 = kLean ? t0 + 4 : tb + 8 + th, tk3 = kLean ? t0 + 20 : tb + 9 - th;
-      const uint32_t c0 = *reinterpret_cast<const uint32_t*>(vc + tk0 * S::kSubs + vw);
-      const uint32_t c1 = *reinterpret_cast<const uint32_t*>(vc + tk1 * S::kSubs + vw);
-      const uint32_t c2 = *reinterpret_cast<const uint32_t*>(vc + tk2 * S::kSubs + vw);
-      const uint32_t c3 = *reinterpret_cast<const uint32_t*>(vc + tk3 * S::kSubs + vw);
+      const uint32_t c0 = *reinterpret_cast<const uint32_t*>(vc + tk0 * S::kVSubs + vw);
+      const uint32_t c1 = *reinterpret_cast<const uint32_t*>(vc + tk1 * S::kVSubs + vw);
+      const uint32_t c2 = *reinterpret_cast<const uint32_t*>(vc + tk2 * S::kVSubs + vw);
+      const uint32_t c3 = *reinterpret_cast<const uint32_t*>(vc + tk3 * S::kVSubs + vw);
       if constexpr (kG == ValueGather::kQuad) {
         // acc[sv] += A_sv . P_x + A_{sv ^ 2} . P_y, where P_x keeps the k of lanes tig = u (B
         // cols 4 u ..: lane tig 0 / 1's sub-vector 4 gid + sv / sv ^ 1) and P_y those of lanes
@@ -456,13 +462,13 @@ __device__ __forceinline__ void ValuePage(int skip_stages, const LaneConsts<D>& 
 // one page of the warp: lut scores of tokens ptok0 .. + 31 (those >= t1 masked), online
 // softmax into *w, O^T += V^T . P. kc, vc: the stage's k and v codes; kc is reused for the
 // probabilities.
-template <ValueGather kG, int D = 128, bool kLean = false>
-__device__ __forceinline__ void AttendPage(const DecodeAttentionParams& p, const LaneConsts<D>& c, uint8_t* kc,
-                                           const uint8_t* vc, int ptok0, int t1, WarpPartial<D>* w) {
+template <ValueGather kG, class S = PageShape<128>, bool kLean = false>
+__device__ __forceinline__ void AttendPage(const DecodeAttentionParams& p, const LaneConsts<S>& c, uint8_t* kc,
+                                           const uint8_t* vc, int ptok0, int t1, WarpPartial<S::kDim>* w) {
   float s[2][4];
-  ScorePage<D, kLean>(p.bench_skip_stages, c, kc, s);
-  SoftmaxPage<D, kLean>(c, s, kc, ptok0, t1, w);
-  ValuePage<kG, D, kLean>(p.bench_skip_stages, c, kc, vc, w);
+  ScorePage<S, kLean>(p.bench_skip_stages, c, kc, s);
+  SoftmaxPage<S, kLean>(c, s, kc, ptok0, t1, w);
+  ValuePage<kG, S, kLean>(p.bench_skip_stages, c, kc, vc, w);
 }
 
 }  // namespace vqserve::cuda::mma7

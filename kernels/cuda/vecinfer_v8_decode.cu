@@ -69,11 +69,11 @@ struct Layout {
   uint32_t lut, high;
   int nlow;
 };
-template <int D>
+template <class S>
 __device__ inline Layout MakeLayout(uint32_t win) {
   Layout l;
   l.lut = (0x10000u - (win & 0xFFFFu)) & 0xFFFFu;
-  l.nlow = l.lut / PageShape<D>::kWarpStage;
+  l.nlow = l.lut / S::kWarpStage;
   l.high = l.lut + 2 * kBookBytes;
   return l;
 }
@@ -82,6 +82,11 @@ __device__ inline Layout MakeLayout(uint32_t win) {
 // rounds the same sum).
 __device__ __forceinline__ float LutDot(const float4& q, const float4& k) {
   return __fmaf_rn(q.w, k.w, __fmaf_rn(q.z, k.z, __fmaf_rn(q.y, k.y, __fmul_rn(q.x, k.x))));
+}
+// an 8-dim entry: the 4-dim sum of the first half, then four more fmas.
+__device__ __forceinline__ float LutDot(const float4 (&q)[2], const float4 (&k)[2]) {
+  const float d = LutDot(q[0], k[0]);
+  return __fmaf_rn(q[1].w, k[1].w, __fmaf_rn(q[1].z, k[1].z, __fmaf_rn(q[1].y, k[1].y, __fmaf_rn(q[1].x, k[1].x, d))));
 }
 
 // Cv fp16 <- the caller's code-major copy (p.vq_v_codebook_f16, [256][D / 4][4]): 16-byte
@@ -104,45 +109,51 @@ __device__ __forceinline__ void CopyHalfValues(const DecodeAttentionParams& p, i
   CpAsyncCommit();
 }
 
-// lut[code][m] = fp16 (q_h . Ck[m][code]) for h < 4 (0 past hb), and (kWithV) Cv code-major fp16.
-// thread (warp, lane) owns sub-vector m = lane / 2 + 16 (warp & 1) and codes 2 (warp / 2) +
-// (lane & 1) + 16 j (D 64: m = lane / 2, codes 2 warp + (lane & 1) + 32 j): per warp runs of 32
-// global bytes (kHalfK: Ck from the fp16 copy, runs of 128 bytes), conflict-free 8-byte stores.
-// kBatch codebook rows are loaded before use.
-template <int kBatch, bool kHalfK, bool kWithV, int D>
+// lut[code][m] = fp16 (q_h . Ck[m][code]) for h < 4 (0 past hb), and (kWithV, S::kDK = S::kDV =
+// 4 only) Cv code-major fp16. thread (warp, lane) owns key sub-vector m = lane / 2 + 16 (warp & 1)
+// and codes 2 (warp / 2) + (lane & 1) + 16 j (16 key sub-vectors: m = lane / 2, codes 2 warp +
+// (lane & 1) + 32 j): per warp runs of 32 global bytes per 4 dims (kHalfK: Ck from the fp16
+// copy, runs of 128), conflict-free 8-byte stores. kBatch 4-dim rows are loaded before use.
+template <int kBatch, bool kHalfK, bool kWithV, class S>
 __device__ __forceinline__ void BuildBooks(const DecodeAttentionParams& p, int b, int kvh, int h0,
                                            int hb, uint2* lut_s, uint2* cv_s) {
-  constexpr int kSubsD = D / 4, kMG = kSubsD / 16;     // sub-vector groups of 16 lanes' pairs
+  static_assert(!kWithV || (S::kDK == 4 && S::kDV == 4), "values built beside the lut: 4-dim sub-vectors");
+  constexpr int kP = S::kDK / 4;                       // float4s of a key sub-vector
+  constexpr int kSubsD = S::kKSubs, kMG = kSubsD / 16;  // sub-vector groups of 16 lanes' pairs
   constexpr int kCodes = kSubsD * 256 / kThreads;      // codes per thread: 16 or 8
-  constexpr int kStep = 256 / kCodes, kB = kBatch < kCodes ? kBatch : kCodes;
+  constexpr int kStep = 256 / kCodes, kB = kBatch / kP < kCodes ? kBatch / kP : kCodes;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int m = (lane >> 1) + 16 * (warp & (kMG - 1)), code0 = 2 * (warp >> (kMG - 1)) + (lane & 1);
   const float qs = p.scale * 1.4426950408889634f;  // scores in log2 units
-  float4 q[4];
+  float4 q[4][kP];
 #pragma unroll
   for (int h = 0; h < 4; ++h) {
-    const float* qg = p.q_tilde + b * p.q_batch_stride + (h0 + min(h, hb - 1)) * p.q_head_stride + 4 * m;
-    const float f = h < hb ? qs : 0.0f;  // any q strides: 4 scalar loads
-    q[h] = make_float4(qg[0] * f, qg[1] * f, qg[2] * f, qg[3] * f);
+    const float* qg = p.q_tilde + b * p.q_batch_stride + (h0 + min(h, hb - 1)) * p.q_head_stride + S::kDK * m;
+    const float f = h < hb ? qs : 0.0f;  // any q strides: scalar loads
+#pragma unroll
+    for (int i = 0; i < kP; ++i) q[h][i] = make_float4(qg[4 * i] * f, qg[4 * i + 1] * f, qg[4 * i + 2] * f, qg[4 * i + 3] * f);
   }
-  const float4* ckg = reinterpret_cast<const float4*>(p.vq_k_codebook + kvh * p.vq_k_codebook_head_stride) + m * 256;
+  const float4* ckg = reinterpret_cast<const float4*>(p.vq_k_codebook + kvh * p.vq_k_codebook_head_stride) + m * 256 * kP;
   const float4* cvg = reinterpret_cast<const float4*>(p.vq_v_codebook + kvh * p.vq_v_codebook_head_stride) + m * 256;
-  const uint2* ckh = reinterpret_cast<const uint2*>(p.vq_k_codebook_f16 + kvh * p.vq_k_codebook_head_stride) + m;
+  const uint2* ckh = reinterpret_cast<const uint2*>(p.vq_k_codebook_f16 + kvh * p.vq_k_codebook_head_stride) + m * kP;
   const int rot = (blockIdx.x * 5 + blockIdx.y * 3 + blockIdx.z * 7) & (kCodes - 1);
 #pragma unroll
   for (int j0 = 0; j0 < kCodes; j0 += kB) {
-    float4 k[kB], v[kWithV ? kB : 1];
+    float4 k[kB][kP], v[kWithV ? kB : 1];
     int code[kB];
 #pragma unroll
     for (int j = 0; j < kB; ++j) {
       code[j] = code0 + kStep * ((j0 + j + rot) & (kCodes - 1));
-      if constexpr (kHalfK) {
-        uint2 r;
-        asm volatile("ld.global.nc.v2.u32 {%0, %1}, [%2];\n" : "=r"(r.x), "=r"(r.y) : "l"(ckh + code[j] * kSubsD));
-        const float2 lo = Half2BitsToFloat2(r.x), hi = Half2BitsToFloat2(r.y);
-        k[j] = make_float4(lo.x, lo.y, hi.x, hi.y);
-      } else {
-        k[j] = Ldg4(ckg + code[j]);
+#pragma unroll
+      for (int i = 0; i < kP; ++i) {
+        if constexpr (kHalfK) {
+          uint2 r;
+          asm volatile("ld.global.nc.v2.u32 {%0, %1}, [%2];\n" : "=r"(r.x), "=r"(r.y) : "l"(ckh + code[j] * kSubsD * kP + i));
+          const float2 lo = Half2BitsToFloat2(r.x), hi = Half2BitsToFloat2(r.y);
+          k[j][i] = make_float4(lo.x, lo.y, hi.x, hi.y);
+        } else {
+          k[j][i] = Ldg4(ckg + code[j] * kP + i);
+        }
       }
       if constexpr (kWithV) v[j] = Ldg4(cvg + code[j]);
     }
@@ -150,12 +161,32 @@ __device__ __forceinline__ void BuildBooks(const DecodeAttentionParams& p, int b
     for (int j = 0; j < kB; ++j) {
       float d[4];
 #pragma unroll
-      for (int h = 0; h < 4; ++h) d[h] = LutDot(q[h], k[j]);
+      for (int h = 0; h < 4; ++h) {
+        if constexpr (kP == 1) {
+          d[h] = LutDot(q[h][0], k[j][0]);
+        } else {
+          d[h] = LutDot(q[h], k[j]);
+        }
+      }
       lut_s[code[j] * kBookRow + m] = make_uint2(PackHalf2(d[0], d[1]), PackHalf2(d[2], d[3]));
       if constexpr (kWithV) {
         cv_s[code[j] * kBookRow + m] = make_uint2(PackHalf2(v[j].x, v[j].y), PackHalf2(v[j].z, v[j].w));
       }
     }
+  }
+}
+
+// Cv fp16 code-major from the fp32 books (D / DV, 256, DV): chunk c of code row `code` is part
+// c % (DV / 4) of sub-vector c / (DV / 4) (see PageShape). for the shapes BuildBooks cannot
+// build beside the lut; callers with fp16 books copy them instead (CopyHalfValues).
+template <class S>
+__device__ __forceinline__ void BuildValues(const DecodeAttentionParams& p, int kvh, uint2* cv_s) {
+  constexpr int kParts = S::kDV / 4;
+  const float4* cvg = reinterpret_cast<const float4*>(p.vq_v_codebook + kvh * p.vq_v_codebook_head_stride);
+  for (int e = threadIdx.x; e < 256 * S::kSubs; e += kThreads) {
+    const int code = e / S::kSubs, c = e % S::kSubs;
+    const float4 v = Ldg4(cvg + ((c / kParts) * 256 + code) * kParts + c % kParts);
+    cv_s[code * kBookRow + c] = make_uint2(PackHalf2(v.x, v.y), PackHalf2(v.z, v.w));
   }
 }
 
@@ -165,20 +196,20 @@ __device__ __forceinline__ void BuildBooks(const DecodeAttentionParams& p, int b
 // is issued (the lut space is its scratch). measured with one split at 16 x 32K: 2-8 us faster
 // than after the pages (runS6c/e). the ring step (block_residual.cuh) takes ~7 us of it
 // (runS7c timeline), 3.8 us of that in its one round of loads + scores.
-template <int D, ValueGather kG, bool kLean>
+template <class S, ValueGather kG, bool kLean>
 __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int hb, int split, int b,
                                              int kvh, int h0, int t0, int t1, bool residual_first,
                                              uint8_t* smem) {
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
   uint32_t win;
   asm("mov.u32 %0, vq_v8_smem;\n" : "=r"(win));
-  using S = PageShape<D>;
-  const Layout lay = MakeLayout<D>(win);
+  constexpr int D = S::kDim;
+  const Layout lay = MakeLayout<S>(win);
   if (lay.high + (kWarps - lay.nlow) * S::kWarpStage > kSmemBytes) __trap();  // cannot happen at win 0x400 or 0
   uint2* lut_s = reinterpret_cast<uint2*>(smem + lay.lut);  // [256][32] x 4 halves (heads)
   uint2* cv_s = lut_s + kBookRow * 256;                     // [256][32] x 4 halves (dims)
   const uint32_t lut_hi = (win + lay.lut) >> 16;            // window address bits 16.. of the lut
-  WarpPages<D> pages = MakeWarpPages<D>(p, b, kvh, t0, t1, warp, lane, smem, lay.nlow, lay.high);
+  WarpPages<S> pages = MakeWarpPages<S>(p, b, kvh, t0, t1, warp, lane, smem, lay.nlow, lay.high);
   if constexpr (kLean) Pin(&pages.table);  // kept, not recomputed per page
   if (D == 128 && residual_first) {
     BlockResidual(p, b, kvh, h0, hb, split + 1, reinterpret_cast<float*>(lut_s));
@@ -197,18 +228,23 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
 
   if (build) {
     if (!half_v) {
-      BuildBooks<kBuildBatch, false, true, D>(p, b, kvh, h0, hb, lut_s, cv_s);
+      if constexpr (S::kDK == 4 && S::kDV == 4) {
+        BuildBooks<kBuildBatch, false, true, S>(p, b, kvh, h0, hb, lut_s, cv_s);
+      } else {
+        BuildBooks<2 * kBuildBatch, false, false, S>(p, b, kvh, h0, hb, lut_s, cv_s);
+        BuildValues<S>(p, kvh, cv_s);
+      }
     } else if (p.vq_k_codebook_f16 == nullptr) {
-      BuildBooks<2 * kBuildBatch, false, false, D>(p, b, kvh, h0, hb, lut_s, cv_s);
+      BuildBooks<2 * kBuildBatch, false, false, S>(p, b, kvh, h0, hb, lut_s, cv_s);
     } else {
-      BuildBooks<2 * kBuildBatch, true, false, D>(p, b, kvh, h0, hb, lut_s, cv_s);
+      BuildBooks<2 * kBuildBatch, true, false, S>(p, b, kvh, h0, hb, lut_s, cv_s);
     }
   }
   CpAsyncWait<kWStages>();  // the Cv copy has landed (the page groups may be in flight)
   __syncthreads();
   TimelineStamp(p, kStampBooks);
 
-  const LaneConsts<D> lc = MakeLaneConsts<kG, D, kLean>(gid, tig, lut_hi);
+  const LaneConsts<S> lc = MakeLaneConsts<kG, S, kLean>(gid, tig, lut_hi);
   WarpPartial<D> part;
   part.Init();
   const int page0 = t0 / 32;
@@ -218,8 +254,8 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
     CpAsyncWait<2>();  // page i has landed (i + 1, i + 2 may be in flight)
     __syncwarp();
     uint8_t* kc = pages.wst + st_use * S::kStageBytes;
-    const uint8_t* vc = kc + S::kPageCodes;
-    if (attend) AttendPage<kG, D, kLean>(p, lc, kc, vc, (page0 + warp + kWarps * i) * 32, t1, &part);
+    const uint8_t* vc = kc + S::kKCodes;
+    if (attend) AttendPage<kG, S, kLean>(p, lc, kc, vc, (page0 + warp + kWarps * i) * 32, t1, &part);
     __syncwarp();  // every lane is done with this stage: page i + 3 may land in it
     pages.Issue(st_use, next_id);
     next_id = pages.Id(i + 4);
@@ -227,7 +263,7 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
   }
   TimelineWarp(p);
   TimelineStamp(p, kStampPages);
-  MergeBlock<kG, D, kLean>(p, lc, part, b, h0, hb, split, warp, lane, lut_s);
+  MergeBlock<kG, S, kLean>(p, lc, part, b, h0, hb, split, warp, lane, lut_s);
   TimelineStamp(p, kStampMerge);
 }
 
@@ -246,7 +282,8 @@ __device__ inline void V8SplitRange(int len, int num_splits, int split, int* t0,
 
 // q_tilde (batch, num_heads, D) fp32; codebooks (D / 4, 256, 4) fp32 per kv head; pages per
 // docs/kv_formats.md; writes workspace partials (batch, num_heads, splits + 1, D + 2).
-template <int D, ValueGather kG = ValueGather::kPlain, bool kLean = false>
+// DK, DV: key / value sub-vector dims (PageShape).
+template <int D, ValueGather kG = ValueGather::kPlain, bool kLean = false, int DK = 4, int DV = 4>
 __global__ void __launch_bounds__(kThreads, 1)
     VecInferV8DecodeKernel(const DecodeAttentionParams p, int hb, int num_splits) {
   LaunchDependents();  // the split combine may be scheduled (on free sms) now; it waits for us
@@ -265,7 +302,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const bool first = D == 128 && residual && num_splits == 1 && t0 < t1;
   if (D == 128 && residual && !first && !(p.bench_skip_stages & 16)) PrefetchResidualL2<kThreads>(p, b, kvh);
   if (t0 < t1) {
-    CodedPartial<D, kG, kLean>(p, hb, split, b, kvh, h0, t0, t1, first, smem);
+    CodedPartial<PageShape<D, DK, DV>, kG, kLean>(p, hb, split, b, kvh, h0, t0, t1, first, smem);
   } else {
     WriteEmptyPartial(p, b, h0, hb, split);
   }
@@ -291,8 +328,19 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 std::string LaunchVecInferV8Decode(const DecodeAttentionParams& p, int hb, int num_splits,
                                    cudaStream_t stream) {
-  if ((p.head_dim != 128 && p.head_dim != 64) || p.vq_k_sub_dim != 4 || p.vq_v_sub_dim != 4 || hb > 4) {
-    return "vecinfer v8 decode: needs head_dim 128 or 64, 4-dim sub-vectors, <= 4 heads per block";
+  const int dk = p.vq_k_sub_dim, dv = p.vq_v_sub_dim;
+  const bool sub4 = dk == 4 && dv == 4, sub8 = (dk == 8 && dv == 8) || (dk == 4 && dv == 8);
+  if ((p.head_dim != 128 && p.head_dim != 64) || !(sub4 || (sub8 && p.head_dim == 128)) || hb > 4) {
+    return "vecinfer v8 decode: needs head_dim 128 or 64 with 4-dim sub-vectors, or head_dim 128 with "
+           "(key, value) sub-vectors of (8, 8) or (4, 8) dims; <= 4 heads per block";
+  }
+  using mma7::ValueGather;
+  // (8, 8) and (4, 8) (vecinfer-k1v1, -k2v1): v8z's loop at any version >= 6.
+  if (dk == 8) {
+    return mma7::LaunchBlocks<mma7::VecInferV8DecodeKernel<128, ValueGather::kQuad, true, 8, 8>>(p, hb, num_splits, stream);
+  }
+  if (dv == 8) {
+    return mma7::LaunchBlocks<mma7::VecInferV8DecodeKernel<128, ValueGather::kQuad, true, 4, 8>>(p, hb, num_splits, stream);
   }
   if (p.head_dim == 64) {  // 8: the lean loop (the quad gathers need head_dim 128)
     if (p.vecinfer_version == 8) {
@@ -301,7 +349,6 @@ std::string LaunchVecInferV8Decode(const DecodeAttentionParams& p, int hb, int n
     return mma7::LaunchBlocks<mma7::VecInferV8DecodeKernel<64>>(p, hb, num_splits, stream);
   }
   // vecinfer_version 7: v8q, the quad value gathers; 8: v8z, v8q with the lean loop (head_dim 128).
-  using mma7::ValueGather;
   if (p.vecinfer_version == 7) {
     return mma7::LaunchBlocks<mma7::VecInferV8DecodeKernel<128, ValueGather::kQuad>>(p, hb, num_splits, stream);
   }
