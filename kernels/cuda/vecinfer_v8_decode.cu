@@ -1,4 +1,5 @@
-// vecinfer decode attention v8 (head_dim 128 or 64, 4-dim key and value sub-vectors, 8-bit codes):
+// vecinfer decode attention v8 (head_dim 128 or 64, 4-dim key and value sub-vectors, 8-bit codes;
+// at head_dim 128 also (8, 8) and (4, 8)-dim ones on v8z's loop, PageShape<D, DK, DV>):
 // v7's page loop (vecinfer_mma7_page.cuh: lut scores and values on the tensor cores,
 // code-independent banks; vecinfer_mma7_decode.cu documents the fragment layout) with the fixed
 // per-launch costs cut:
@@ -280,7 +281,7 @@ __device__ inline void V8SplitRange(int len, int num_splits, int split, int* t0,
   *t1 = min(len, *t0 + per);
 }
 
-// q_tilde (batch, num_heads, D) fp32; codebooks (D / 4, 256, 4) fp32 per kv head; pages per
+// q_tilde (batch, num_heads, D) fp32; codebooks (D / d, 256, d) fp32 per kv head; pages per
 // docs/kv_formats.md; writes workspace partials (batch, num_heads, splits + 1, D + 2).
 // DK, DV: key / value sub-vector dims (PageShape).
 template <int D, ValueGather kG = ValueGather::kPlain, bool kLean = false, int DK = 4, int DV = 4>
