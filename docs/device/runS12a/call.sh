@@ -7,8 +7,10 @@
 # (new: *_v8z reference cases, VecInferEightDimWidths) and cuda_graph_test of this tree's build:
 #   bash bench/cuda/bundle_binaries.sh build .devbuild/s12a/bundle.tar.xz \
 #     cuda_decode_attention_test cuda_graph_test
-# run with carry [".devbuild/s12a"]. if it passes, the default for these shapes can become v8z
-# (VecInferV8Sub8 in kernels/cuda/decode_attention.cu) and the end to end be measured.
+# run with carry [".devbuild/s12a"]. if it passes, the default for these shapes can become v8z:
+# `git apply docs/device/runS12a/flip_default.patch` (VecInferV8Sub8 in
+# kernels/cuda/decode_attention.cu, and the runtime's fp16 books for them in
+# runtime/cuda_kv_cache.cc); then the end to end per codec can be measured.
 export OUT=${OUT:-/tmp/out}
 SNAP=. DIR=.devbuild/s12a CHECKS="--long --vecinfer-only" GTESTS="cuda_decode_attention_test cuda_graph_test" \
 BENCH_KERNELS=vecinfer-k2v2-hk,vecinfer-k1v1-v8zhk,vecinfer-k1v1-v4,vecinfer-k2v1-v8zhk,vecinfer-k2v1-v4 \
