@@ -83,6 +83,7 @@ const FormatCase kFormats[] = {
     {"vecinfer_k4v4", testing::DecodeFormat::kVecInfer, 2, 2, 2, 128},
     {"vecinfer_k1v1", testing::DecodeFormat::kVecInfer, 2, 8, 8, 128},
     {"vecinfer_k2v1", testing::DecodeFormat::kVecInfer, 2, 4, 8, 128},
+    {"vecinfer_k2v2_v8z", testing::DecodeFormat::kVecInfer, 2, 4, 4, 128, 8},
     {"vecinfer_k1v1_v8z", testing::DecodeFormat::kVecInfer, 2, 8, 8, 128, 8},
     {"vecinfer_k2v1_v8z", testing::DecodeFormat::kVecInfer, 2, 4, 8, 128, 8},
 };
