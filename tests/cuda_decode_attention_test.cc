@@ -9,6 +9,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #if VQSERVE_WITH_CUDA
@@ -235,21 +236,21 @@ TEST(CudaDecodeCpuCodecTest, MatchesCpuCodecs) {
   }
 }
 
-// 8-dim sub-vectors (vecinfer-k1v1, -k2v1) and k2v2, with fp32 and with fp16 books, on pages the
-// cpu codec wrote, for gqa 1, 3, 4, 8: the default dispatch and version 8 (v8z's loop; for 8-dim
-// sub-vectors at head_dim 128 opt-in, at 64 the v4 lut kernel either way).
-TEST(CudaDecodeCpuCodecTest, VecInferEightDimWidths) {
-  if (!HaveDevice()) GTEST_SKIP() << "no cuda device on this machine";
-  const float widths[][2] = {{1, 1}, {2, 1}, {2, 2}};
-  for (const auto& w : widths) {
+// pages the cpu codec wrote, for each (k bits, v bits) width, head_dim 64 and 128 and gqa 1, 3,
+// 4, 8 (books seeded seed + gqa): lens at gqa long_g, else 200 tokens; for each vecinfer_version
+// and fp16-books choice.
+void CompareVecInferWidths(const std::vector<std::pair<float, float>>& widths, unsigned seed, int long_g,
+                           const std::vector<int>& lens, const std::vector<int>& versions,
+                           const std::vector<bool>& halves) {
+  for (const auto& [kb, vb] : widths) {
     for (int d : {64, 128}) {
       for (int g : {1, 3, 4, 8}) {
         KvShape shape{2, 2, 2 * g, d};
-        auto books = RandomBooks(shape, w[0], w[1], 11 + g);
+        auto books = RandomBooks(shape, kb, vb, seed + g);
         auto codec = MakeVecInferCodec(books);
-        for (int n : g == 4 ? std::vector<int>{5, 161, 1000} : std::vector<int>{200}) {
-          for (int version : {0, 8}) {
-            for (bool half : {false, true}) CompareWithCpuCodec(*codec, books.get(), 1, n, half, version);
+        for (int n : g == long_g ? lens : std::vector<int>{200}) {
+          for (int version : versions) {
+            for (bool half : halves) CompareWithCpuCodec(*codec, books.get(), 1, n, half, version);
           }
         }
       }
@@ -257,23 +258,19 @@ TEST(CudaDecodeCpuCodecTest, VecInferEightDimWidths) {
   }
 }
 
+// 8-dim sub-vectors (vecinfer-k1v1, -k2v1) and k2v2, with fp32 and with fp16 books: the default
+// dispatch and version 8 (v8z's loop; for 8-dim sub-vectors at head_dim 128 and for head_dim 64
+// gqa 8 opt-in; 8-dim sub-vectors at head_dim 64 run the v4 lut kernel either way).
+TEST(CudaDecodeCpuCodecTest, VecInferEightDimWidths) {
+  if (!HaveDevice()) GTEST_SKIP() << "no cuda device on this machine";
+  CompareVecInferWidths({{1, 1}, {2, 1}, {2, 2}}, 11, 4, {5, 161, 1000}, {0, 8}, {false, true});
+}
+
 // the widths the generic kernel serves (12-bit codes; an 8-bit pair the lut kernels do not
-// take), on pages the cpu codec wrote, for gqa 1, 3, 4, 8.
+// take).
 TEST(CudaDecodeCpuCodecTest, VecInferGenericWidths) {
   if (!HaveDevice()) GTEST_SKIP() << "no cuda device on this machine";
-  const float widths[][2] = {{3, 3}, {1.5f, 1.5f}, {2, 1.5f}, {4, 2}};
-  for (const auto& w : widths) {
-    for (int d : {64, 128}) {
-      for (int g : {1, 3, 4, 8}) {
-        KvShape shape{2, 2, 2 * g, d};
-        auto books = RandomBooks(shape, w[0], w[1], 5 + g);
-        auto codec = MakeVecInferCodec(books);
-        for (int n : g == 3 ? std::vector<int>{5, 161, 200, 1000} : std::vector<int>{200}) {
-          CompareWithCpuCodec(*codec, books.get(), 1, n);
-        }
-      }
-    }
-  }
+  CompareVecInferWidths({{3, 3}, {1.5f, 1.5f}, {2, 1.5f}, {4, 2}}, 5, 3, {5, 161, 200, 1000}, {0}, {false});
 }
 
 // code m of a vecinfer code row (docs/kv_formats.md): 8-bit codes a byte each, 12-bit codes
