@@ -182,10 +182,9 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
   vc.v_code_bits = v.code_bits;
   vc.per_head = cb->options.per_head;
   vc.hadamard = cb->options.hadamard;
-  // (8-dim sub-vectors run the v4 lut kernel, which reads the fp32 books, until v8z's run of
-  // them is the default: VecInferV8Sub8 in kernels/cuda/decode_attention.cu.)
-  if ((shape.head_dim == 128 || shape.head_dim == 64) && k.sub_dim == 4 && v.sub_dim == 4 && k.code_bits == 8 &&
-      v.code_bits == 8) {
+  const bool sub4 = (shape.head_dim == 128 || shape.head_dim == 64) && k.sub_dim == 4 && v.sub_dim == 4;
+  const bool sub8 = shape.head_dim == 128 && v.sub_dim == 8 && (k.sub_dim == 8 || k.sub_dim == 4);
+  if ((sub4 || sub8) && k.code_bits == 8 && v.code_bits == 8) {
     // the v8 decode kernel copies the value books and builds its lut from the fp16 key books
     // instead of converting / loading the fp32 ones per block.
     const int books = shape.num_layers * (vc.per_head ? shape.num_kv_heads : 1);

@@ -37,9 +37,10 @@ struct CudaVecInferConstants {
   int v_code_bits = 8;
   bool per_head = false;  // g = num_kv_heads, else 1
   bool hadamard = true;
-  // fp16 code-major copies of v_centroids and k_centroids, (layers, g, 256, D / 4, 4)
-  // (kernels/cuda/vecinfer_half_books.h), for the shape of the v8 decode kernel (D 128 or 64,
-  // 4-dim sub-vectors, 8-bit codes); null otherwise. element offsets as the fp32 books'.
+  // fp16 code-major copies of v_centroids and k_centroids, (layers, g, 256, D / sub, sub)
+  // (kernels/cuda/vecinfer_half_books.h), for the shapes of the v8 decode kernel (8-bit codes;
+  // 4-dim sub-vectors at D 128 or 64, or 8-dim values with 4- or 8-dim keys at D 128); null
+  // otherwise. element offsets as the fp32 books'.
   // the decode kernel's lut is fp16 either way; fp16 key books change its output by ~2e-5
   // relative (decode_check, v8hk) and halve the bytes every block loads to build it.
   const uint16_t* v_centroids_f16 = nullptr;

@@ -4,8 +4,10 @@
 // the fp16 value books, when the output differs from the same launch without them by > 1e-6).
 // commvq (commvq-1 / commvq-2 round counts for head_dim 64 and 128) is checked against the
 // float64 decode-then-attend of bench/cuda/commvq_case.h over the same sweep.
-// usage: decode_check [--long] [--commvq-only | --vecinfer-only | --kivi-only]   (--long adds
-// 128k-token sequences; --vecinfer-only / --kivi-only: those variants alone, no commvq)
+// usage: decode_check [--long] [--commvq-only | --vecinfer-only | --kivi-only] [--only A,B]
+// (--long adds 128k-token sequences; --vecinfer-only / --kivi-only: those variants alone, no
+// commvq; --only: the variants named, no commvq or sink cross-check)
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -251,7 +253,9 @@ CaseOutcome RunVariantCase(const Variant& v, const DecodeCaseSpec& s, int splits
   return o;
 }
 
-int Run(bool with_long, bool commvq_only, bool vecinfer_only, bool kivi_only) {
+// only: variant names to run (none: all); with names, commvq and the sink cross-check are left out.
+int Run(bool with_long, bool commvq_only, bool vecinfer_only, bool kivi_only,
+        const std::vector<std::string>& only) {
   const Variant variants[] = {
       {"fp16", DecodeFormat::kFp16, 2, 4, 4, 0, false},
       {"fp16-ring", DecodeFormat::kFp16, 2, 4, 4, 128, false},
@@ -309,11 +313,12 @@ int Run(bool with_long, bool commvq_only, bool vecinfer_only, bool kivi_only) {
   int failures = 0, cases = 0;
   double worst = 0;
   uint64_t seed = 7;
-  if (!vecinfer_only && !kivi_only) failures += RunCommVq(with_long, &cases, &worst);
+  if (!vecinfer_only && !kivi_only && only.empty()) failures += RunCommVq(with_long, &cases, &worst);
   for (const Variant& v : variants) {
     if (commvq_only) break;
     if (vecinfer_only && v.format != DecodeFormat::kVecInfer) continue;
     if (kivi_only && v.format != DecodeFormat::kKivi) continue;
+    if (!only.empty() && std::find(only.begin(), only.end(), v.name) == only.end()) continue;
     for (int d : {64, 128}) {
       for (int g : {1, 3, 4, 8}) {
         for (int splits : {0, 1, 7}) {
@@ -346,7 +351,7 @@ int Run(bool with_long, bool commvq_only, bool vecinfer_only, bool kivi_only) {
       std::printf("\n");
     }
   }
-  if (!commvq_only && !kivi_only) failures += RunSinkCrossCheck(&cases, &worst);
+  if (!commvq_only && !kivi_only && only.empty()) failures += RunSinkCrossCheck(&cases, &worst);
   std::printf("decode_check: %d cases, %d failures, worst relative error %.3e\n", cases, failures, worst);
   return failures == 0 ? 0 : 1;
 }
@@ -356,16 +361,24 @@ int Run(bool with_long, bool commvq_only, bool vecinfer_only, bool kivi_only) {
 
 int main(int argc, char** argv) {
   bool with_long = false, commvq_only = false, vecinfer_only = false, kivi_only = false;
+  std::vector<std::string> only;
   for (int i = 1; i < argc; ++i) {
     with_long |= std::strcmp(argv[i], "--long") == 0;
     commvq_only |= std::strcmp(argv[i], "--commvq-only") == 0;
     vecinfer_only |= std::strcmp(argv[i], "--vecinfer-only") == 0;
     kivi_only |= std::strcmp(argv[i], "--kivi-only") == 0;
+    if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+      for (const char* p = argv[++i]; *p != '\0';) {
+        const char* e = std::strchr(p, ',');
+        only.emplace_back(p, e == nullptr ? std::strlen(p) : size_t(e - p));
+        p = e == nullptr ? p + std::strlen(p) : e + 1;
+      }
+    }
   }
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
     std::printf("decode_check: no cuda device\n");
     return 2;
   }
-  return vqserve::testing::Run(with_long, commvq_only, vecinfer_only, kivi_only);
+  return vqserve::testing::Run(with_long, commvq_only, vecinfer_only, kivi_only, only);
 }

@@ -56,15 +56,12 @@ bool VecInferSub8V8Shape(const DecodeAttentionParams& p) {
   return p.head_dim == 128 && p.vq_k_code_bits == 8 && p.vq_v_code_bits == 8 && dv == 8 && (dk == 8 || dk == 4);
 }
 // v8 runs that take <= 4 heads per block where the lut kernel takes 8: the shapes above, and
-// head_dim 64 with more than 4 query heads per kv head (two head groups). only when asked for
-// (vecinfer_version >= 6); the default (0) keeps the v4 lut kernel there until these runs have
-// been checked on a device (docs/device/runS12a/call.sh is that call; session 12 was lent
-// none). docs/device/runS12a/flip_default.patch makes them the default, with the runtime's fp16
-// books for the 8-dim shapes (runtime/cuda_kv_cache.cc).
-bool VecInferV8OptIn(const DecodeAttentionParams& p) {
+// head_dim 64 with more than 4 query heads per kv head (two head groups); at versions 0 and >= 6
+// (the default since runS12a / runS13a-b checked them on the device).
+bool VecInferV8FourHeadShape(const DecodeAttentionParams& p) {
   const bool d64 = p.head_dim == 64 && p.vq_k_sub_dim == 4 && p.vq_v_sub_dim == 4 && p.vq_k_code_bits == 8 &&
                    p.vq_v_code_bits == 8;
-  return p.vecinfer_version >= 6 && (VecInferSub8V8Shape(p) || d64);
+  return (p.vecinfer_version == 0 || p.vecinfer_version >= 6) && (VecInferSub8V8Shape(p) || d64);
 }
 
 // heads per block for a format: the vecinfer lut (256 x Mk x HBP floats) stays <= 128 KB (v8z's
@@ -84,7 +81,7 @@ int HeadsPerBlockFor(KvPageFormat f, const DecodeAttentionParams& p) {
   if (f == KvPageFormat::kVecInfer && VecInferLutShape(p)) {
     const int mk = p.head_dim / p.vq_k_sub_dim;
     limit = 128 / mk < 8 ? 128 / mk : 8;
-    if (VecInferV8OptIn(p)) limit = 4;
+    if (VecInferV8FourHeadShape(p)) limit = 4;
   }
   return HeadsPerBlock(group, limit);
 }
@@ -144,12 +141,10 @@ std::string DispatchVecInfer(const DecodeAttentionParams& p, int hb, int splits,
   }
   // head_dim 64: v8 (with v8z's lean loop for version 8, the default; v4 for versions 1..5).
   // end to end on the SmolLM2-135M shape at 16 x 32K v8 took a decode step from 7.0 to 3.9 ms
-  // (runS8g, runS9c). more than 4 query heads per kv head: v8 only when asked for
-  // (VecInferV8OptIn), else hb = 8 and v4.
+  // (runS8g, runS9c). more than 4 query heads per kv head: two head groups (VecInferV8FourHeadShape).
   if (D == 64 && dk == 4 && dv == 4 && hb <= 4 && v >= 6) return LaunchVecInferV8Decode(q, hb, splits, s);
-  // (8, 8) and (4, 8) at head_dim 128 (vecinfer-k1v1, -k2v1): v8z's loop at versions >= 6 (p's,
-  // not the default's: see VecInferV8OptIn).
-  if (VecInferV8OptIn(p) && VecInferSub8V8Shape(p) && hb <= 4) return LaunchVecInferV8Decode(q, hb, splits, s);
+  // (8, 8) and (4, 8) at head_dim 128 (vecinfer-k1v1, -k2v1): v8z's loop at versions 0 and >= 6.
+  if (VecInferV8FourHeadShape(p) && VecInferSub8V8Shape(p) && hb <= 4) return LaunchVecInferV8Decode(q, hb, splits, s);
   if (dk == 2 && dv == 2) return DispatchVecInferHeads<D, 2, 2>(p, hb, splits, s);
   if (dk == 4 && dv == 4) return DispatchVecInferHeads<D, 4, 4>(p, hb, splits, s);
   if (dk == 8 && dv == 8) return DispatchVecInferHeads<D, 8, 8>(p, hb, splits, s);

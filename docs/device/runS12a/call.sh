@@ -1,4 +1,5 @@
 #!/bin/bash
+# (ran in session 13, 2026-12-01 22:10 UTC: all passed; the logs beside this file.)
 # session 12 call 1 (prepared; session 12 was lent no device, so it has not run): vecinfer-k1v1
 # / -k2v1 (8-dim value sub-vectors, 8-dim keys for k1v1) on v8z's page loop at head_dim 128
 # (PageShape<D, DK, DV>; vecinfer_version 8, opt-in), beside the v4 lut kernel that is still
