@@ -39,7 +39,7 @@ struct CudaVecInferConstants {
   bool hadamard = true;
   // fp16 code-major copies of v_centroids and k_centroids, (layers, g, 256, D / sub, sub)
   // (kernels/cuda/vecinfer_half_books.h), for the shapes of the v8 decode kernel (8-bit codes;
-  // 4-dim sub-vectors at D 128 or 64, or 8-dim values with 4- or 8-dim keys at D 128); null
+  // D 128 or 64 with 4-dim sub-vectors, or 8-dim values with 4- or 8-dim keys); null
   // otherwise. element offsets as the fp32 books'.
   // the decode kernel's lut is fp16 either way; fp16 key books change its output by ~2e-5
   // relative (decode_check, v8hk) and halve the bytes every block loads to build it.

@@ -259,8 +259,7 @@ void CompareVecInferWidths(const std::vector<std::pair<float, float>>& widths, u
 }
 
 // 8-dim sub-vectors (vecinfer-k1v1, -k2v1) and k2v2, with fp32 and with fp16 books: the default
-// dispatch and version 8 (v8z's loop; for 8-dim sub-vectors at head_dim 128 and for head_dim 64
-// gqa 8 opt-in; 8-dim sub-vectors at head_dim 64 run the v4 lut kernel either way).
+// dispatch and version 8 (v8's lean loop at head_dim 64 and 128, two head groups at gqa 8).
 TEST(CudaDecodeCpuCodecTest, VecInferEightDimWidths) {
   if (!HaveDevice()) GTEST_SKIP() << "no cuda device on this machine";
   CompareVecInferWidths({{1, 1}, {2, 1}, {2, 2}}, 11, 4, {5, 161, 1000}, {0, 8}, {false, true});

@@ -1,9 +1,9 @@
 // the cuda model against the cpu model on small random-weight llamas written as ggufs, at the
-// attention shapes the default model (head_dim 64, 3 query heads per kv head) lacks: head_dim 128
-// with 1, 4 and 8 query heads per kv head, and head_dim 64 with 8. these are the shapes whose
-// decode kernels the runtime picks on its own (v8z's loop for the 8-dim sub-vectors of
-// vecinfer-k1v1 / -k2v1 with the runtime's fp16 books; v8 on two head groups when a kv head
-// has more than 4 query heads), so the whole path is checked: the gpu encode kernel, the books,
+// attention shapes the default model's tests do not reach: head_dim 128 with 1, 4 and 8 query
+// heads per kv head, head_dim 64 with 8, and the 8-dim sub-vectors of vecinfer-k1v1 / -k2v1 at
+// either. the runtime picks their decode kernels on its own (v8's lean loop for 8-dim
+// sub-vectors with the runtime's fp16 books, v8z's at head_dim 128; two head groups when a kv
+// head has more than 4 query heads), so the whole path is checked: the gpu encode kernel, the books,
 // the dispatch and the fused decode kernel. per codec (fp16, vecinfer with books trained on the
 // cpu model's own keys and values): greedy picks equal (or cpu ties) and logits close, over
 // prompts long enough that prefill codes pages and decode flushes more. skips without a device.
@@ -188,6 +188,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"d128_gqa8_k2v1", 128, 8, 1, "vecinfer-k2v1"},
                       Case{"d128_gqa1_k1v1", 128, 4, 4, "vecinfer-k1v1"},
                       Case{"d64_gqa8_k2v2", 64, 8, 1, "vecinfer-k2v2"},
+                      Case{"d64_gqa3_k1v1", 64, 6, 2, "vecinfer-k1v1"},
+                      Case{"d64_gqa3_k2v1", 64, 6, 2, "vecinfer-k2v1"},
+                      Case{"d64_gqa8_k1v1", 64, 8, 1, "vecinfer-k1v1"},
                       Case{"d64_gqa8_fp16", 64, 8, 1, "fp16"}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 

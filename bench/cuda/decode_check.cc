@@ -292,8 +292,8 @@ int Run(bool with_long, bool commvq_only, bool vecinfer_only, bool kivi_only,
       {"vecinfer-k4v4", DecodeFormat::kVecInfer, 2, 2, 2, 128, false},
       {"vecinfer-k1v1", DecodeFormat::kVecInfer, 2, 8, 8, 128, false},
       {"vecinfer-k2v1", DecodeFormat::kVecInfer, 2, 4, 8, 128, false},
-      // v8z's loop with 8-dim sub-vectors (version 8, opt-in; head_dim 64 runs v4): -h / -hk with
-      // fp16 books (-h: values only, equal to the fp32 books' run to 1e-6).
+      // v8's lean loop with 8-dim sub-vectors (version 8, as the default; v8z's at head_dim 128):
+      // -h / -hk with fp16 books (-h: values only, equal to the fp32 books' run to 1e-6).
       {"vecinfer-k1v1-v8z", DecodeFormat::kVecInfer, 2, 8, 8, 128, false, 8},
       {"vecinfer-k2v1-v8z", DecodeFormat::kVecInfer, 2, 4, 8, 128, false, 8},
       {"vecinfer-k1v1-v8z-ph", DecodeFormat::kVecInfer, 2, 8, 8, 128, true, 8},

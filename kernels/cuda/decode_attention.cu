@@ -49,11 +49,12 @@ bool VecInferLutShape(const DecodeAttentionParams& p) {
          ((dk == dv && (dk == 2 || dk == 4 || dk == 8)) || (dk == 4 && dv == 8));
 }
 
-// vecinfer (key, value) sub-vectors of (8, 8) or (4, 8) dims at head_dim 128: the shapes v8z's
-// page loop takes besides (4, 4) (vecinfer_v8_decode.cu).
+// vecinfer (key, value) sub-vectors of (8, 8) or (4, 8) dims at head_dim 128 or 64: the shapes
+// v8's lean page loop takes besides (4, 4) (vecinfer_v8_decode.cu).
 bool VecInferSub8V8Shape(const DecodeAttentionParams& p) {
   const int dk = p.vq_k_sub_dim, dv = p.vq_v_sub_dim;
-  return p.head_dim == 128 && p.vq_k_code_bits == 8 && p.vq_v_code_bits == 8 && dv == 8 && (dk == 8 || dk == 4);
+  return (p.head_dim == 128 || p.head_dim == 64) && p.vq_k_code_bits == 8 && p.vq_v_code_bits == 8 && dv == 8 &&
+         (dk == 8 || dk == 4);
 }
 // v8 runs that take <= 4 heads per block where the lut kernel takes 8: the shapes above, and
 // head_dim 64 with more than 4 query heads per kv head (two head groups); at versions 0 and >= 6
@@ -143,7 +144,8 @@ std::string DispatchVecInfer(const DecodeAttentionParams& p, int hb, int splits,
   // end to end on the SmolLM2-135M shape at 16 x 32K v8 took a decode step from 7.0 to 3.9 ms
   // (runS8g, runS9c). more than 4 query heads per kv head: two head groups (VecInferV8FourHeadShape).
   if (D == 64 && dk == 4 && dv == 4 && hb <= 4 && v >= 6) return LaunchVecInferV8Decode(q, hb, splits, s);
-  // (8, 8) and (4, 8) at head_dim 128 (vecinfer-k1v1, -k2v1): v8z's loop at versions 0 and >= 6.
+  // (8, 8) and (4, 8) (vecinfer-k1v1, -k2v1): the lean loop at versions 0 and >= 6 (v8z's at
+  // head_dim 128).
   if (VecInferV8FourHeadShape(p) && VecInferSub8V8Shape(p) && hb <= 4) return LaunchVecInferV8Decode(q, hb, splits, s);
   if (dk == 2 && dv == 2) return DispatchVecInferHeads<D, 2, 2>(p, hb, splits, s);
   if (dk == 4 && dv == 4) return DispatchVecInferHeads<D, 4, 4>(p, hb, splits, s);

@@ -113,8 +113,8 @@ struct DecodeAttentionParams {
   // 7 = v8 with the quad value gathers (v8q), 8 = v8q with the lean page loop (v8z: lazy
   // softmax max, lane constants kept in registers; vecinfer_mma7_page.cuh).
   // head_dim 64: 0 and 8 run v8 with v8z's lean loop, 6 and 7 v8, 1..5 the lut kernel.
-  // 8-bit codes of (8, 8) or (4, 8) dims at head_dim 128 (vecinfer-k1v1, -k2v1): 0 and >= 6 run
-  // v8z's loop, 1..5 the lut kernel. v8 blocks take <= 4 query heads: a kv head with more runs
+  // 8-bit codes of (8, 8) or (4, 8) dims (vecinfer-k1v1, -k2v1): 0 and >= 6 run v8's lean loop
+  // (v8z's at head_dim 128), 1..5 the lut kernel. v8 blocks take <= 4 query heads: a kv head with more runs
   // as two head groups (runS12a, runS13a-b).
   int vecinfer_version = 0;
 

@@ -41,20 +41,23 @@ enum class ValueGather { kPlain, kRouted, kQuad };
 // address is one prmt. values are gathered as 4-dim chunks whatever DV: a DV = 8 code row of
 // the fp16 book ([256][D / 8][8]) is the DV = 4 row ([256][D / 4][4]) of the same bytes, chunk
 // 2 m + i being half i of sub-vector m (its code the token's byte m).
+// head_dim 64 with 8-dim keys (8 codes a token): one score step whose lanes tig >= 2 gather
+// nothing (kKLanes = 2); the stage's k part is padded to hold the probabilities (kKRegion).
 template <int D, int DK = 4, int DV = 4>
 struct PageShape {
   static_assert(D == 128 || D == 64, "head_dim 128 or 64");
-  static_assert((DK == 4 || (DK == 8 && D == 128)) && (DV == 4 || (DV == 8 && D == 128)),
-                "sub-vectors of 4 dims, or of 8 at head_dim 128");
+  static_assert((DK == 4 || DK == 8) && (DV == 4 || DV == 8), "sub-vectors of 4 or 8 dims");
   static constexpr int kDim = D, kDK = DK, kDV = DV;
   static constexpr int kSubs = D / 4;            // 4-dim value chunks (Cv book entries of a code)
   static constexpr int kKSubs = D / DK, kVSubs = D / DV;  // key / value codes of a token
-  static constexpr int kO = kKSubs / 16;         // score steps o of 16 key sub-vectors
+  static constexpr int kO = kKSubs >= 16 ? kKSubs / 16 : 1;  // score steps o of 16 key sub-vectors
+  static constexpr int kKLanes = kKSubs >= 16 ? 4 : kKSubs / 4;  // lanes tig < kKLanes gather scores
   static constexpr int kSlots = kSubs / 8;       // value chunks of a lane group
   static constexpr int kKCodes = 32 * kKSubs, kVCodes = 32 * kVSubs;  // code bytes of a page
-  static constexpr int kStageBytes = kKCodes + kVCodes;               // k codes then v codes
+  static constexpr int kKRegion = kKCodes > 4 * kPRow * 2 ? kKCodes : 4 * kPRow * 2;  // k codes or probabilities
+  static constexpr int kStageBytes = kKRegion + kVCodes;              // k codes then v codes
   static constexpr uint32_t kWarpStage = kWStages * kStageBytes;      // stage bytes of one warp
-  static_assert(4 * kPRow * 2 <= kKCodes, "probabilities fit the k-code part of a stage");
+  static_assert(kKRegion % 16 == 0 && kStageBytes % 16 == 0, "16-byte copies");
 };
 // head_dim 128, the shape of v7 / v7r (vecinfer_mma7_decode.cu) and of v8's defaults.
 inline constexpr int kDim = PageShape<128>::kDim, kSubs = PageShape<128>::kSubs;
@@ -100,10 +103,11 @@ struct WarpPages {
     if (id >= 0) {
       const uint8_t* src = lsrc + static_cast<int64_t>(id) * p.page_stride;
       uint8_t* dst = wst + stage * S::kStageBytes + lane * 16;
-      CpAsync16(dst, src);
+      // 256-byte parts (head_dim 64, 8-dim sub-vectors): lanes < 16 copy them
+      if (S::kKCodes >= 512 || lane < S::kKCodes / 16) CpAsync16(dst, src);
       if constexpr (S::kKCodes == 1024) CpAsync16(dst + 512, src + 512);
-      CpAsync16(dst + S::kKCodes, src + dv);
-      if constexpr (S::kVCodes == 1024) CpAsync16(dst + S::kKCodes + 512, src + dv + 512);
+      if (S::kVCodes >= 512 || lane < S::kVCodes / 16) CpAsync16(dst + S::kKRegion, src + dv);
+      if constexpr (S::kVCodes == 1024) CpAsync16(dst + S::kKRegion + 512, src + dv + 512);
     }
     CpAsyncCommit();
   }
@@ -162,9 +166,9 @@ __device__ __forceinline__ LaneConsts<S> MakeLaneConsts(int gid, int tig, uint32
                                                 : j ^ (2 * u) ^ th;
       c.vsel[j] = 0x7604u | ((S::kDV == 8 ? 2 * (gid & 1) + (sg >> 1) : sg) << 4);
       c.vmoff[j] = (4 * gid + sg) * 8 | (lut_hi + 1) << 16;
-    } else if (j < S::kSlots) {
+    } else if (j < S::kSlots) {  // chunk 2 gid + sg: sub-vector gid at DV 8
       const int sg = j ^ th;
-      c.vsel[j] = 0x7604u | ((2 * (gid & 1) + sg) << 4);
+      c.vsel[j] = 0x7604u | ((S::kDV == 8 ? gid & 3 : 2 * (gid & 1) + sg) << 4);
       c.vmoff[j] = (2 * gid + sg) * 8 | (lut_hi + 1) << 16;
     }
   }
@@ -269,7 +273,13 @@ __device__ __forceinline__ void ScorePage(int skip_stages, const LaneConsts<S>& 
 #pragma unroll
         for (int t = 0; t < 2; ++t) {
           uint2 ea, eb;
-          if constexpr (kLean) {  // step o's sub-vectors are 16 o past step 0's: 128 o bytes
+          if constexpr (S::kKLanes < 4) {  // 8 key codes: lanes tig >= kKLanes add zeros
+            ea = eb = make_uint2(0u, 0u);
+            if (tig < S::kKLanes) {
+              ea = Lds64(EntryOffset(kw[t][0][o], c.kmoff[0][j], c.ksel[j]));
+              eb = Lds64(EntryOffset(kw[t][1][o], c.kmoff[0][j], c.ksel[j]));
+            }
+          } else if constexpr (kLean) {  // step o's sub-vectors are 16 o past step 0's: 128 o bytes
             const uint32_t xa = EntryOffset(kw[t][0][o], c.kmoff[0][j], c.ksel[j]);
             const uint32_t xb = EntryOffset(kw[t][1][o], c.kmoff[0][j], c.ksel[j]);
             ea = o ? Lds64<128>(xa) : Lds64(xa);  // o is unrolled: one of the two
@@ -386,7 +396,7 @@ __device__ __forceinline__ void ValuePage(int skip_stages, const LaneConsts<S>& 
       const uint32_t p1 = kLean ? pw[(gid & 3) * (kPRow / 2) + t0 + 4]
                                 : *reinterpret_cast<const uint32_t*>(pb + (gid & 3) * kPRow + tb + 8);
       const uint32_t b0 = pkeep ? p0 : 0u, b1 = pkeep ? p1 : 0u;
-      const int vw = 4 * (S::kVSubs == 32 ? gid : gid >> 1);  // the word of group gid's sub-vectors
+      const int vw = 4 * (gid * S::kVSubs / 32);  // the word of group gid's sub-vectors
       const int tk0 = kLean ? t0 : tb + th, tk1 = kLean ? t0 + 16 : tb + 1 - th;
       const int tk2 = kLean ? t0 + 4 : tb + 8 + th, tk3 = kLean ? t0 + 20 : tb + 9 - th;
       const uint32_t c0 = *reinterpret_cast<const uint32_t*>(vc + tk0 * S::kVSubs + vw);

@@ -1,5 +1,5 @@
 // vecinfer decode attention v8 (head_dim 128 or 64, 4-dim key and value sub-vectors, 8-bit codes;
-// at head_dim 128 also (8, 8) and (4, 8)-dim ones on v8z's loop, PageShape<D, DK, DV>):
+// also (8, 8) and (4, 8)-dim ones on the lean loop, PageShape<D, DK, DV>):
 // v7's page loop (vecinfer_mma7_page.cuh: lut scores and values on the tensor cores,
 // code-independent banks; vecinfer_mma7_decode.cu documents the fragment layout) with the fixed
 // per-launch costs cut:
@@ -19,8 +19,8 @@
 // grid (splits, kv heads x head groups, batch), 512 threads (16 warps), hb <= 4 query heads of
 // one kv head per block. smem: lut and Cv fp16 [256 codes][32 sub-vectors][4] (64 KB each,
 // code-major, the lut at a 64 KB-aligned window address; at head_dim 64 the first 16 entries
-// of each code row are used), per warp 3 stages of one 32-token page (k codes [32][D / 4] then
-// v codes [32][D / 4]). warp w takes pages w, w + 16, ...
+// of each code row are used), per warp 3 stages of one 32-token page (k codes [32][D / DK], padded to
+// the probabilities' 320 bytes, then v codes [32][D / DV]: PageShape). warp w takes pages w, w + 16, ...
 // head_dim 64: the sink + ring always after the pages, by ResidualPartial (dense_attention.cuh;
 // BlockResidual is head_dim 128 only).
 // bench_skip_stages (benchmarks only): 1 score gathers, 2 value gathers, 4 book build, 8 residual,
@@ -120,11 +120,15 @@ __device__ __forceinline__ void BuildBooks(const DecodeAttentionParams& p, int b
                                            int hb, uint2* lut_s, uint2* cv_s) {
   static_assert(!kWithV || (S::kDK == 4 && S::kDV == 4), "values built beside the lut: 4-dim sub-vectors");
   constexpr int kP = S::kDK / 4;                       // float4s of a key sub-vector
-  constexpr int kSubsD = S::kKSubs, kMG = kSubsD / 16;  // sub-vector groups of 16 lanes' pairs
-  constexpr int kCodes = kSubsD * 256 / kThreads;      // codes per thread: 16 or 8
+  constexpr int kSubsD = S::kKSubs;
+  constexpr int kMG = kSubsD >= 16 ? kSubsD / 16 : 1;  // sub-vector groups of 16 lanes' pairs
+  constexpr int kCodes = kSubsD * 256 / kThreads;      // codes per thread: 16, 8 or 4
   constexpr int kStep = 256 / kCodes, kB = kBatch / kP < kCodes ? kBatch / kP : kCodes;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int m = (lane >> 1) + 16 * (warp & (kMG - 1)), code0 = 2 * (warp >> (kMG - 1)) + (lane & 1);
+  // 8 key sub-vectors (head_dim 64, 8 dims): m = (lane / 2) & 7, codes 2 (2 warp + lane / 16) +
+  // (lane & 1) + 64 j.
+  const int m = kSubsD == 8 ? (lane >> 1) & 7 : (lane >> 1) + 16 * (warp & (kMG - 1));
+  const int code0 = kSubsD == 8 ? 2 * (2 * warp + (lane >> 4)) + (lane & 1) : 2 * (warp >> (kMG - 1)) + (lane & 1);
   const float qs = p.scale * 1.4426950408889634f;  // scores in log2 units
   float4 q[4][kP];
 #pragma unroll
@@ -255,7 +259,7 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
     CpAsyncWait<2>();  // page i has landed (i + 1, i + 2 may be in flight)
     __syncwarp();
     uint8_t* kc = pages.wst + st_use * S::kStageBytes;
-    const uint8_t* vc = kc + S::kKCodes;
+    const uint8_t* vc = kc + S::kKRegion;
     if (attend) AttendPage<kG, S, kLean>(p, lc, kc, vc, (page0 + warp + kWarps * i) * 32, t1, &part);
     __syncwarp();  // every lane is done with this stage: page i + 3 may land in it
     pages.Issue(st_use, next_id);
@@ -331,17 +335,24 @@ std::string LaunchVecInferV8Decode(const DecodeAttentionParams& p, int hb, int n
                                    cudaStream_t stream) {
   const int dk = p.vq_k_sub_dim, dv = p.vq_v_sub_dim;
   const bool sub4 = dk == 4 && dv == 4, sub8 = (dk == 8 && dv == 8) || (dk == 4 && dv == 8);
-  if ((p.head_dim != 128 && p.head_dim != 64) || !(sub4 || (sub8 && p.head_dim == 128)) || hb > 4) {
-    return "vecinfer v8 decode: needs head_dim 128 or 64 with 4-dim sub-vectors, or head_dim 128 with "
-           "(key, value) sub-vectors of (8, 8) or (4, 8) dims; <= 4 heads per block";
+  if ((p.head_dim != 128 && p.head_dim != 64) || !(sub4 || sub8) || hb > 4) {
+    return "vecinfer v8 decode: needs head_dim 128 or 64 with (key, value) sub-vectors of (4, 4), (8, 8) "
+           "or (4, 8) dims; <= 4 heads per block";
   }
   using mma7::ValueGather;
-  // (8, 8) and (4, 8) (vecinfer-k1v1, -k2v1): v8z's loop at any version >= 6.
-  if (dk == 8) {
+  // (8, 8) and (4, 8) (vecinfer-k1v1, -k2v1): the lean loop at any version >= 6, with the quad
+  // value gathers at head_dim 128.
+  if (p.head_dim == 128 && dk == 8) {
     return mma7::LaunchBlocks<mma7::VecInferV8DecodeKernel<128, ValueGather::kQuad, true, 8, 8>>(p, hb, num_splits, stream);
   }
-  if (dv == 8) {
+  if (p.head_dim == 128 && dv == 8) {
     return mma7::LaunchBlocks<mma7::VecInferV8DecodeKernel<128, ValueGather::kQuad, true, 4, 8>>(p, hb, num_splits, stream);
+  }
+  if (dk == 8) {
+    return mma7::LaunchBlocks<mma7::VecInferV8DecodeKernel<64, ValueGather::kPlain, true, 8, 8>>(p, hb, num_splits, stream);
+  }
+  if (dv == 8) {
+    return mma7::LaunchBlocks<mma7::VecInferV8DecodeKernel<64, ValueGather::kPlain, true, 4, 8>>(p, hb, num_splits, stream);
   }
   if (p.head_dim == 64) {  // 8: the lean loop (the quad gathers need head_dim 128)
     if (p.vecinfer_version == 8) {
