@@ -105,8 +105,9 @@ struct DecodeAttentionParams {
   // commvq kernel: 0 = the warp kernel where its books fit (commvq_warp_decode.h), else the
   // cluster kernel; 1 = always the cluster kernel (commvq_decode.cuh), for comparison.
   int commvq_version = 0;
-  // vecinfer kernel where the tensor-core kernels apply (head_dim 128 and 64 with 4-dim key and
-  // value sub-vectors; elsewhere always the lut kernel, v4):
+  // vecinfer kernel where the tensor-core kernels apply (head_dim 128 and 64, 8-bit codes; for
+  // 4-dim key and value sub-vectors as listed, for 8-dim ones below; other widths always run
+  // the lut or generic kernel):
   // 0 = the default (v8z), 1 = the lut kernel (v4), 2 = key mma scores (v5), 3 = fp16 lut scores
   // + value mma (v6), 4 = lut scores and values both on the tensor cores (v7), 5 = v7 with
   // conflict-free value gathers (v7r), 6 = v7's page loop with cheaper per-launch work (v8),
@@ -114,8 +115,8 @@ struct DecodeAttentionParams {
   // softmax max, lane constants kept in registers; vecinfer_mma7_page.cuh).
   // head_dim 64: 0 and 8 run v8 with v8z's lean loop, 6 and 7 v8, 1..5 the lut kernel.
   // 8-bit codes of (8, 8) or (4, 8) dims (vecinfer-k1v1, -k2v1): 0 and >= 6 run v8's lean loop
-  // (v8z's at head_dim 128), 1..5 the lut kernel. v8 blocks take <= 4 query heads: a kv head with more runs
-  // as two head groups (runS12a, runS13a-b).
+  // (v8z's at head_dim 128), 1..5 the lut kernel. v8 blocks take <= 4 query heads: a kv head
+  // with more runs as two head groups (runS12a, runS13a-c).
   int vecinfer_version = 0;
 
   // split-kv scratch of DecodeWorkspaceFloats() floats in device memory.
