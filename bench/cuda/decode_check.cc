@@ -309,6 +309,12 @@ int Run(bool with_long, bool commvq_only, bool vecinfer_only, bool kivi_only,
       {"vecinfer-k2v1.5", DecodeFormat::kVecInfer, 2, 4, 8, 128, false, 0, 0, 0, 8, 12},
       {"vecinfer-k4v2", DecodeFormat::kVecInfer, 2, 2, 4, 128, false},
   };
+  for (const std::string& name : only) {  // a misspelt name would otherwise pass with 0 cases
+    if (std::none_of(std::begin(variants), std::end(variants), [&](const Variant& v) { return name == v.name; })) {
+      std::printf("decode_check: --only: no variant named '%s'\n", name.c_str());
+      return 2;
+    }
+  }
   const std::vector<int> lens = {1, 31, 33, 129, 161, 200, 1000, 4133};
   int failures = 0, cases = 0;
   double worst = 0;
