@@ -182,9 +182,7 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
   vc.v_code_bits = v.code_bits;
   vc.per_head = cb->options.per_head;
   vc.hadamard = cb->options.hadamard;
-  const bool sub4 = (shape.head_dim == 128 || shape.head_dim == 64) && k.sub_dim == 4 && v.sub_dim == 4;
-  const bool sub8 = (shape.head_dim == 128 || shape.head_dim == 64) && v.sub_dim == 8 && (k.sub_dim == 8 || k.sub_dim == 4);
-  if ((sub4 || sub8) && k.code_bits == 8 && v.code_bits == 8) {
+  if (cuda::VecInferTakesHalfBooks(shape.head_dim, k.sub_dim, v.sub_dim, k.code_bits, v.code_bits)) {
     // the v8 decode kernel copies the value books and builds its lut from the fp16 key books
     // instead of converting / loading the fp32 ones per block.
     const int books = shape.num_layers * (vc.per_head ? shape.num_kv_heads : 1);

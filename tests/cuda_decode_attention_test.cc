@@ -43,7 +43,7 @@ struct FormatCase {
   const char* name;
   testing::DecodeFormat format;
   int kivi_bits, dk, dv, residual;
-  int vecinfer_version = 0;  // DecodeAttentionParams::vecinfer_version (8: v8z, opt-in for 8-dim sub-vectors)
+  int vecinfer_version = 0;  // DecodeAttentionParams::vecinfer_version (8: v8z / v8's lean loop)
 };
 
 class CudaDecodeReferenceTest

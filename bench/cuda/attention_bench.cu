@@ -132,8 +132,8 @@ int main(int argc, char** argv) {
       {"fp16-paged-plain", KvPageFormat::kFp16, 2, 4, 4, 0, 0, 0, 0, 0, 0, 8, 8, 0, true},
       {"vecinfer-k1v1", KvPageFormat::kVecInfer, 2, 8, 8, 128},
       {"vecinfer-k2v1", KvPageFormat::kVecInfer, 2, 4, 8, 128},
-      // k1v1 / k2v1 on v8z's loop (8-dim sub-vectors, version 8, opt-in) with the runtime's fp16
-      // books; -v4 the lut kernel (today's default for them).
+      // k1v1 / k2v1 on v8z's loop (8-dim sub-vectors, version 8, as the default) with the
+      // runtime's fp16 books; -v4 the lut kernel (their default before session 13).
       {"vecinfer-k1v1-v4", KvPageFormat::kVecInfer, 2, 8, 8, 128, 1},
       {"vecinfer-k2v1-v4", KvPageFormat::kVecInfer, 2, 4, 8, 128, 1},
       {"vecinfer-k1v1-v8zhk", KvPageFormat::kVecInfer, 2, 8, 8, 128, 8, 0, 0, 0, 0, 8, 8, 2},

@@ -86,14 +86,13 @@ class DeviceDecodeCase {
   DeviceDecodeCase& operator=(const DeviceDecodeCase&) = delete;
 
   cuda::DecodeAttentionParams& params() { return params_; }
-  // vecinfer with 8-bit codes and sub-vectors of 4 or 8 dims: fp16 code-major copies of the
+  // vecinfer of the shapes VecInferTakesHalfBooks names: fp16 code-major copies of the
   // books (vecinfer_half_books.h) made on the gpu into the params: the values' and, with `keys`,
   // the keys'. false for other shapes (params unchanged).
   bool UploadHalfBooks(bool keys) {
     cuda::DecodeAttentionParams& p = params_;
-    const auto sub_ok = [](int d) { return d == 4 || d == 8; };
-    if (num_books_ == 0 || !sub_ok(p.vq_k_sub_dim) || !sub_ok(p.vq_v_sub_dim) || p.vq_k_code_bits != 8 ||
-        p.vq_v_code_bits != 8) {
+    if (num_books_ == 0 ||
+        !cuda::VecInferTakesHalfBooks(p.head_dim, p.vq_k_sub_dim, p.vq_v_sub_dim, p.vq_k_code_bits, p.vq_v_code_bits)) {
       return false;
     }
     const size_t n = cuda::VecInferHalfBookElems(num_books_, p.head_dim);

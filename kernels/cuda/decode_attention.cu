@@ -12,6 +12,7 @@
 #include "kernels/cuda/decode_attention_instances.h"
 #include "kernels/cuda/fp16_staged_decode.h"
 #include "kernels/cuda/kivi_staged_decode.h"
+#include "kernels/cuda/vecinfer_half_books.h"
 
 namespace vqserve::cuda {
 namespace {
@@ -49,19 +50,17 @@ bool VecInferLutShape(const DecodeAttentionParams& p) {
          ((dk == dv && (dk == 2 || dk == 4 || dk == 8)) || (dk == 4 && dv == 8));
 }
 
-// vecinfer (key, value) sub-vectors of (8, 8) or (4, 8) dims at head_dim 128 or 64: the shapes
-// v8's lean page loop takes besides (4, 4) (vecinfer_v8_decode.cu).
-bool VecInferSub8V8Shape(const DecodeAttentionParams& p) {
-  const int dk = p.vq_k_sub_dim, dv = p.vq_v_sub_dim;
-  return (p.head_dim == 128 || p.head_dim == 64) && p.vq_k_code_bits == 8 && p.vq_v_code_bits == 8 && dv == 8 &&
-         (dk == 8 || dk == 4);
+// the shapes the v8 kernel takes (vecinfer_v8_decode.cu; VecInferTakesHalfBooks), and of those
+// the (8, 8) and (4, 8)-dim sub-vectors, which run v8's lean page loop.
+bool VecInferV8Shape(const DecodeAttentionParams& p) {
+  return VecInferTakesHalfBooks(p.head_dim, p.vq_k_sub_dim, p.vq_v_sub_dim, p.vq_k_code_bits, p.vq_v_code_bits);
 }
+bool VecInferSub8V8Shape(const DecodeAttentionParams& p) { return VecInferV8Shape(p) && p.vq_v_sub_dim == 8; }
 // v8 runs that take <= 4 heads per block where the lut kernel takes 8: the shapes above, and
 // head_dim 64 with more than 4 query heads per kv head (two head groups); at versions 0 and >= 6
 // (the default since runS12a / runS13a-b checked them on the device).
 bool VecInferV8FourHeadShape(const DecodeAttentionParams& p) {
-  const bool d64 = p.head_dim == 64 && p.vq_k_sub_dim == 4 && p.vq_v_sub_dim == 4 && p.vq_k_code_bits == 8 &&
-                   p.vq_v_code_bits == 8;
+  const bool d64 = p.head_dim == 64 && VecInferV8Shape(p) && p.vq_v_sub_dim == 4;
   return (p.vecinfer_version == 0 || p.vecinfer_version >= 6) && (VecInferSub8V8Shape(p) || d64);
 }
 

@@ -12,6 +12,14 @@
 
 namespace vqserve::cuda {
 
+// the shapes whose decode kernel (v8, vecinfer_v8_decode.cu) reads these copies: 8-bit codes
+// at head_dim 128 or 64 with (key, value) sub-vectors of (4, 4), (8, 8) or (4, 8) dims.
+inline bool VecInferTakesHalfBooks(int head_dim, int k_sub_dim, int v_sub_dim, int k_code_bits,
+                                   int v_code_bits) {
+  const bool subs = (k_sub_dim == 4 && v_sub_dim == 4) || (v_sub_dim == 8 && (k_sub_dim == 8 || k_sub_dim == 4));
+  return (head_dim == 128 || head_dim == 64) && k_code_bits == 8 && v_code_bits == 8 && subs;
+}
+
 // halves one fp16 copy of `num_books` books takes (8-bit codes, any sub-vector size).
 inline int64_t VecInferHalfBookElems(int num_books, int head_dim) {
   return int64_t{num_books} * 256 * head_dim;
