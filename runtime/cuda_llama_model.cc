@@ -413,12 +413,10 @@ void CudaLlamaModel::ForwardOneCache(std::span<const ForwardSeq> batch,
                                     cudaMemcpyDeviceToDevice, stream_),
                   "pre-rope keys");
       }
-      Check(cuda::LaunchRope(qkv_.data(), qkvd, n, nh, hd, rope_half_, d_pos, rope_freqs_.data(),
+      // q's nh heads and k's nkv heads are adjacent in a qkv row: one launch rotates both.
+      Check(cuda::LaunchRope(qkv_.data(), qkvd, n, nh + nkv, hd, rope_half_, d_pos, rope_freqs_.data(),
                              stream_),
-            "rope q");
-      Check(cuda::LaunchRope(qkv_.data() + qd, qkvd, n, nkv, hd, rope_half_, d_pos,
-                             rope_freqs_.data(), stream_),
-            "rope k");
+            "rope q, k");
       if (coded) {
         dp.layer_offset = step.layer_offset;
         dp.res_k = step.ring_k;

@@ -9,6 +9,21 @@ namespace {
 constexpr int kThreads = 256;
 
 int Blocks(int64_t count) { return static_cast<int>((count + kThreads - 1) / kThreads); }
+// heads of a RopeKernel block: one (head, pair) a thread.
+__host__ __device__ inline int RopeHeadsPerBlock(int rope_half) { return rope_half < kThreads ? kThreads / rope_half : 1; }
+bool Aligned(const void* p, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+// 1 / sqrt(row sum / dim + eps) of a kThreads block whose threads hold partial sums `sum`
+// (double, as cpu::RmsNorm); every thread gets it. partial: kThreads / 32 shared doubles.
+__device__ float RowInvRms(double sum, double* partial, int dim, float eps) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = sum;
+  __syncthreads();
+  double total = 0.0;
+  for (int w = 0; w < kThreads / 32; ++w) total += partial[w];
+  return static_cast<float>(1.0 / sqrt(total / dim + eps));
+}
 
 // grid (n), kThreads threads.
 __global__ void EmbeddingGatherKernel(const int32_t* ids, const float* table, float* out,
@@ -18,7 +33,7 @@ __global__ void EmbeddingGatherKernel(const int32_t* ids, const float* table, fl
   for (int i = threadIdx.x; i < dim; i += blockDim.x) dst[i] = src[i];
 }
 
-// grid (n), kThreads threads.
+// grid (n), kThreads threads: the generic row loop (any dim, any alignment).
 __global__ void RmsNormHalfKernel(const float* x, const int32_t* rows, const float* weight,
                                   __half* out, int dim, float eps) {
   __shared__ double partial[kThreads / 32];
@@ -26,27 +41,71 @@ __global__ void RmsNormHalfKernel(const float* x, const int32_t* rows, const flo
   const float* xr = x + static_cast<int64_t>(r) * dim;
   double sum = 0.0;
   for (int i = threadIdx.x; i < dim; i += blockDim.x) sum += static_cast<double>(xr[i]) * xr[i];
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-  if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = sum;
-  __syncthreads();
-  double total = 0.0;
-  for (int w = 0; w < kThreads / 32; ++w) total += partial[w];
-  const float inv = static_cast<float>(1.0 / sqrt(total / dim + eps));
+  const float inv = RowInvRms(sum, partial, dim, eps);
   __half* o = out + static_cast<int64_t>(blockIdx.x) * dim;
   for (int i = threadIdx.x; i < dim; i += blockDim.x) o[i] = __float2half_rn(xr[i] * inv * weight[i]);
 }
 
-// grid (n), threads over (heads, rope_half) pairs.
+// float4s of a row each thread keeps in registers in RmsNormHalfVecKernel: dim <= 4 * kNormVec
+// * kThreads (8192).
+constexpr int kNormVec = 8;
+
+// grid (n), kThreads threads; dim % 4 == 0, dim <= 4 * kNormVec * kThreads, x / weight 16-byte
+// and out 8-byte aligned: thread i holds float4s i, i + kThreads, ... of the row between the
+// sum and the scaling (one pass over x).
+__global__ void RmsNormHalfVecKernel(const float* __restrict__ x, const int32_t* __restrict__ rows,
+                                     const float* __restrict__ weight, __half* __restrict__ out, int dim,
+                                     float eps) {
+  __shared__ double partial[kThreads / 32];
+  const int r = rows != nullptr ? rows[blockIdx.x] : blockIdx.x;
+  const float4* xr = reinterpret_cast<const float4*>(x + static_cast<int64_t>(r) * dim);
+  const int nv = dim / 4;
+  float4 v[kNormVec];
+  double sum = 0.0;
+#pragma unroll
+  for (int k = 0; k < kNormVec; ++k) {
+    const int i = threadIdx.x + k * kThreads;
+    v[k] = i < nv ? xr[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
+#pragma unroll
+  for (int k = 0; k < kNormVec; ++k) {
+    sum += static_cast<double>(v[k].x) * v[k].x + static_cast<double>(v[k].y) * v[k].y +
+           static_cast<double>(v[k].z) * v[k].z + static_cast<double>(v[k].w) * v[k].w;
+  }
+  const float inv = RowInvRms(sum, partial, dim, eps);
+  const float4* w4 = reinterpret_cast<const float4*>(weight);
+  uint2* o = reinterpret_cast<uint2*>(out + static_cast<int64_t>(blockIdx.x) * dim);
+#pragma unroll
+  for (int k = 0; k < kNormVec; ++k) {
+    const int i = threadIdx.x + k * kThreads;
+    if (i < nv) {
+      const float4 w = w4[i];
+      const __half2 lo = __floats2half2_rn(v[k].x * inv * w.x, v[k].y * inv * w.y);
+      const __half2 hi = __floats2half2_rn(v[k].z * inv * w.z, v[k].w * inv * w.w);
+      o[i] = make_uint2(*reinterpret_cast<const uint32_t*>(&lo), *reinterpret_cast<const uint32_t*>(&hi));
+    }
+  }
+}
+
+// grid (n, ceil(heads / RopeHeadsPerBlock)), kThreads threads, rope_half float2 of shared
+// memory: the cos / sin of token blockIdx.x's rope_half angles (double, as cpu::ApplyRope),
+// then the (head, pair)s of heads RopeHeadsPerBlock * blockIdx.y ...
 __global__ void RopeKernel(float* x, int64_t row_stride, int heads, int head_dim, int rope_half,
                            const int32_t* pos, const float* freqs) {
+  extern __shared__ float2 cs[];  // (cos, sin) of pair i
   float* row = x + blockIdx.x * row_stride;
   const double p = static_cast<double>(pos[blockIdx.x]);
-  for (int j = threadIdx.x; j < heads * rope_half; j += blockDim.x) {
-    const int h = j / rope_half, i = j % rope_half;
+  for (int i = threadIdx.x; i < rope_half; i += blockDim.x) {
     double s, c;
     sincos(p * static_cast<double>(freqs[i]), &s, &c);
-    const float cf = static_cast<float>(c), sf = static_cast<float>(s);
+    cs[i] = make_float2(static_cast<float>(c), static_cast<float>(s));
+  }
+  __syncthreads();
+  const int hpb = RopeHeadsPerBlock(rope_half), h0 = blockIdx.y * hpb;
+  const int h1 = h0 + hpb < heads ? h0 + hpb : heads;
+  for (int j = h0 * rope_half + threadIdx.x; j < h1 * rope_half; j += blockDim.x) {
+    const int h = j / rope_half, i = j % rope_half;
+    const float cf = cs[i].x, sf = cs[i].y;
     float* v = row + h * head_dim + 2 * i;
     const float a = v[0], b = v[1];
     v[0] = a * cf - b * sf;
@@ -85,7 +144,13 @@ std::string LaunchEmbeddingGather(const int32_t* ids, const float* table, float*
 std::string LaunchRmsNormHalf(const float* x, const int32_t* rows, const float* weight,
                               __half* out, int n, int dim, float eps, cudaStream_t stream) {
   if (n <= 0) return "";
-  RmsNormHalfKernel<<<n, kThreads, 0, stream>>>(x, rows, weight, out, dim, eps);
+  const bool vec = dim % 4 == 0 && dim <= 4 * kNormVec * kThreads && Aligned(x, 16) && Aligned(weight, 16) &&
+                   Aligned(out, 8);
+  if (vec) {
+    RmsNormHalfVecKernel<<<n, kThreads, 0, stream>>>(x, rows, weight, out, dim, eps);
+  } else {
+    RmsNormHalfKernel<<<n, kThreads, 0, stream>>>(x, rows, weight, out, dim, eps);
+  }
   VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return "";
 }
@@ -94,7 +159,11 @@ std::string LaunchRope(float* x, int64_t row_stride, int n, int heads, int head_
                        int rope_half, const int32_t* pos, const float* freqs,
                        cudaStream_t stream) {
   if (n <= 0) return "";
-  RopeKernel<<<n, kThreads, 0, stream>>>(x, row_stride, heads, head_dim, rope_half, pos, freqs);
+  if (rope_half <= 0) return "";
+  const int hpb = RopeHeadsPerBlock(rope_half);
+  const dim3 grid(n, (heads + hpb - 1) / hpb);
+  RopeKernel<<<grid, kThreads, rope_half * sizeof(float2), stream>>>(x, row_stride, heads, head_dim, rope_half, pos,
+                                                                     freqs);
   VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return "";
 }

@@ -13,17 +13,41 @@ constexpr int kThreads = 128;
 __device__ inline float HalfBits(uint16_t b) { return __half2float(__ushort_as_half(b)); }
 __device__ inline uint16_t ToHalfBits(float x) { return __half_as_ushort(__float2half_rn(x)); }
 __device__ inline float RoundHalf(float x) { return __half2float(__float2half_rn(x)); }
+// the fp16 bits of a.x .. a.w, in that order.
+__device__ inline uint2 HalfBits4(float4 a) {
+  return make_uint2(ToHalfBits(a.x) | uint32_t{ToHalfBits(a.y)} << 16, ToHalfBits(a.z) | uint32_t{ToHalfBits(a.w)} << 16);
+}
+bool Aligned(const void* p, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+// RingAppendKernel<true> applies: every row start a multiple of 4 elements and aligned.
+bool RingAppendVectors(const PagedKvStep& s, const float* k, const float* v, int64_t token_stride) {
+  const int64_t row = int64_t{s.num_kv_heads} * s.head_dim;
+  return row % 4 == 0 && token_stride % 4 == 0 && s.ring_slot_stride % 4 == 0 && Aligned(k, 16) &&
+         Aligned(v, 16) && Aligned(s.ring_k, 8) && Aligned(s.ring_v, 8);
+}
 
-// grid (num_tokens), kThreads threads over the H * D elements of a row.
-__global__ void RingAppendKernel(const PagedKvStep s, const float* k, const float* v,
+// grid (num_tokens), kThreads threads over the H * D elements of a row. kVec: 4 elements a
+// thread at a time (float4 in, 4 halves out), for rows and strides of multiples of 4 elements
+// on 16-byte aligned k, v and 8-byte aligned rings (RingAppendVectors).
+template <bool kVec>
+__global__ void RingAppendKernel(const PagedKvStep s, const float* __restrict__ k, const float* __restrict__ v,
                                  int64_t token_stride) {
   const int t = blockIdx.x, b = s.tok_seq[t], pos = s.tok_pos[t];
   if (pos < s.coded_after[b]) return;
   const int row = s.num_kv_heads * s.head_dim;
   const int64_t dst = s.slots[b] * s.ring_slot_stride + static_cast<int64_t>(pos % s.ring_tokens) * row;
-  for (int i = threadIdx.x; i < row; i += kThreads) {
-    s.ring_k[dst + i] = ToHalfBits(k[t * token_stride + i]);
-    s.ring_v[dst + i] = ToHalfBits(v[t * token_stride + i]);
+  const float* kr = k + t * token_stride;
+  const float* vr = v + t * token_stride;
+  if constexpr (kVec) {
+    for (int i = 4 * threadIdx.x; i < row; i += 4 * kThreads) {
+      const float4 a = *reinterpret_cast<const float4*>(kr + i), c = *reinterpret_cast<const float4*>(vr + i);
+      *reinterpret_cast<uint2*>(s.ring_k + dst + i) = HalfBits4(a);
+      *reinterpret_cast<uint2*>(s.ring_v + dst + i) = HalfBits4(c);
+    }
+  } else {
+    for (int i = threadIdx.x; i < row; i += kThreads) {
+      s.ring_k[dst + i] = ToHalfBits(kr[i]);
+      s.ring_v[dst + i] = ToHalfBits(vr[i]);
+    }
   }
 }
 
@@ -68,7 +92,11 @@ __global__ void GatherFlushKernel(const PagedKvStep s, const int32_t* flush, con
 std::string LaunchRingAppend(const PagedKvStep& step, const float* k, const float* v,
                              int64_t token_stride, cudaStream_t stream) {
   if (step.num_tokens <= 0) return "";
-  RingAppendKernel<<<step.num_tokens, kThreads, 0, stream>>>(step, k, v, token_stride);
+  if (RingAppendVectors(step, k, v, token_stride)) {
+    RingAppendKernel<true><<<step.num_tokens, kThreads, 0, stream>>>(step, k, v, token_stride);
+  } else {
+    RingAppendKernel<false><<<step.num_tokens, kThreads, 0, stream>>>(step, k, v, token_stride);
+  }
   VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return "";
 }
