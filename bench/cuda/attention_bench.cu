@@ -258,6 +258,7 @@ int main(int argc, char** argv) {
         p.num_kv_heads = kKvHeads;
         p.head_dim = kDim;
         p.scale = 1.0f / std::sqrt(static_cast<float>(kDim));
+        if (const char* e = std::getenv("BENCH_SPLITS")) p.num_splits = std::atoi(e);  // forced; 0 chooses
         p.page_stride = static_cast<int64_t>(page_bytes);
         p.layer_offset = 0;
         p.block_tables = d_table;

@@ -10,6 +10,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/decode_attention_common.cuh"
 #include "kernels/cuda/decode_attention_instances.h"
+#include "kernels/cuda/decode_splits.h"
 #include "kernels/cuda/fp16_staged_decode.h"
 #include "kernels/cuda/kivi_staged_decode.h"
 #include "kernels/cuda/vecinfer_half_books.h"
@@ -252,17 +253,17 @@ int ChooseDecodeSplits(KvPageFormat f, const DecodeAttentionParams& p) {
                      : staged_kivi ? kKiviStagedBlocksPerSm
                                    : 2;
   const int target = SmCount() * per_sm;
-  // lut vecinfer and staged fp16 / kivi blocks stay resident for their whole split: round down
-  // so that the splits fill at most one wave (no tail wave of a few blocks).
-  const bool whole_wave = vq_lut || staged_fp16 || staged_kivi;
-  int splits = 1;
-  if (blocks * 5 < target * 4) {
-    splits = whole_wave ? target / blocks : (target + blocks - 1) / blocks;
-  }
   const int tiles = (p.max_coded_len + kSplitAlign - 1) / kSplitAlign;
   const int max_by_len = tiles / 2 > 1 ? tiles / 2 : 1;  // at least two tiles per split
-  if (splits > max_by_len) splits = max_by_len;
-  if (splits > kMaxDecodeSplits) splits = kMaxDecodeSplits;
+  const int max_splits = max_by_len < kMaxDecodeSplits ? max_by_len : kMaxDecodeSplits;
+  // lut vecinfer and staged fp16 / kivi blocks stay resident for their whole split: the cost
+  // model of decode_splits.h (a vecinfer block's book build and merge weigh ~2K tokens).
+  if (vq_lut || staged_fp16 || staged_kivi) {
+    return WholeWaveSplits(blocks, SmCount(), per_sm, p.max_coded_len, vq_lut ? 2048 : 128, max_splits);
+  }
+  int splits = 1;
+  if (blocks * 5 < target * 4) splits = (target + blocks - 1) / blocks;
+  if (splits > max_splits) splits = max_splits;
   return splits < 1 ? 1 : splits;
 }
 

@@ -1,0 +1,81 @@
+// the split-kv choice of the whole-wave decode kernels (kernels/cuda/decode_splits.h): on the
+// benchmark grid it picks what the fill-one-wave rule picked, and at the batch sizes where that
+// rule ran blocks after each other on a few sms it splits finer.
+#include "kernels/cuda/decode_splits.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace vqserve::cuda {
+namespace {
+
+constexpr int kSms = 132;  // the H200's
+
+// the rule before decode_splits.h, for whole-wave kernels: fill one wave of sms * per_sm
+// blocks (round down) when the blocks fill less than 4/5 of it, else one split.
+int EarlierRule(int blocks, int per_sm, int max_splits) {
+  const int target = kSms * per_sm;
+  int s = blocks * 5 < target * 4 ? target / blocks : 1;
+  return std::clamp(s, 1, max_splits);
+}
+
+int MaxSplits(int len) { return std::clamp((len + 127) / 128 / 2, 1, 32); }
+
+double BusiestSm(int blocks, int per_sm, int len, int fixed, int s) {
+  return BusiestSmTime(blocks, kSms, per_sm, len, fixed, s);
+}
+
+struct Kind {
+  const char* name;
+  int per_sm, fixed;
+};
+constexpr Kind kKinds[] = {{"vecinfer v8", 1, 2048}, {"staged fp16 / kivi", 2, 128}};
+
+TEST(DecodeSplitsTest, BenchmarkGridKeepsTheEarlierCounts) {
+  for (const Kind& k : kKinds) {
+    {  // the llama-3.1-8b shape of attention_bench (8 kv heads, one block each)
+      const int kv_blocks = 8;
+      for (int batch : {1, 8, 16, 32}) {
+        for (int len : {8192, 32768, 131072}) {
+          const int blocks = batch * kv_blocks;
+          EXPECT_EQ(WholeWaveSplits(blocks, kSms, k.per_sm, len, k.fixed, MaxSplits(len)),
+                    EarlierRule(blocks, k.per_sm, MaxSplits(len)))
+              << k.name << " blocks " << blocks << " len " << len;
+        }
+      }
+    }
+  }
+}
+
+TEST(DecodeSplitsTest, BatchesPastOneWaveSplitFiner) {
+  const int len = 32768;
+  for (const Kind& k : kKinds) {
+    const double at16 = BusiestSm(16 * 8, k.per_sm, len, k.fixed,
+                                  WholeWaveSplits(16 * 8, kSms, k.per_sm, len, k.fixed, MaxSplits(len)));
+    for (int batch : {17, 18, 20, 24}) {
+      const int blocks = batch * 8;
+      const int s = WholeWaveSplits(blocks, kSms, k.per_sm, len, k.fixed, MaxSplits(len));
+      const int before = EarlierRule(blocks, k.per_sm, MaxSplits(len));
+      EXPECT_GT(s, before) << k.name << " batch " << batch;
+      // within 1.6x of 16 sequences' time (the fill-one-wave rule: 2x)
+      EXPECT_LE(BusiestSm(blocks, k.per_sm, len, k.fixed, s), 1.6 * at16) << k.name << " batch " << batch;
+      EXPECT_GE(BusiestSm(blocks, k.per_sm, len, k.fixed, before), 1.9 * at16) << k.name << " batch " << batch;
+    }
+  }
+}
+
+TEST(DecodeSplitsTest, StaysWithinItsBounds) {
+  EXPECT_EQ(WholeWaveSplits(0, kSms, 1, 4096, 2048, 32), 1);
+  EXPECT_EQ(WholeWaveSplits(8, kSms, 1, 4096, 2048, 1), 1);
+  for (int blocks = 1; blocks <= 600; blocks += 7) {
+    for (int max_splits : {1, 3, 16, 32}) {
+      const int s = WholeWaveSplits(blocks, kSms, 2, 65536, 128, max_splits);
+      EXPECT_GE(s, 1);
+      EXPECT_LE(s, max_splits);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace vqserve::cuda
