@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #if VQSERVE_WITH_CUDA
@@ -21,17 +22,13 @@
 #include "kernels/cpu/silu_mul.h"
 #include "kernels/cuda/model_kernels.h"
 #include "kernels/cuda/ring_kv_step.h"
+#include "runtime/cuda_llama_model.h"
 #endif
 
 namespace vqserve {
 namespace {
 
 #if VQSERVE_WITH_CUDA
-
-bool HaveDevice() {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
-}
 
 // a device copy of a host vector (freed with the object); Get() copies it back.
 template <typename T>
@@ -79,7 +76,8 @@ int MaxHalfSteps(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b)
 class CudaModelKernelsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!HaveDevice()) GTEST_SKIP() << "no cuda device on this machine";
+    std::string why;
+    if (!CudaDeviceAvailable(&why)) GTEST_SKIP() << why;
   }
 };
 
