@@ -8,7 +8,8 @@
 namespace vqserve::cuda {
 
 // throughput of an sm that runs one block of a kernel made for two resident blocks, relative
-// to two (the staged kernels hide their copies' latency with the second block).
+// to two (the staged kernels hide their copies' latency with the second block): an assumed
+// figure, as are the callers' fixed shares, not a fitted one.
 inline constexpr double kLoneBlockRate = 0.6;
 
 // time of the busiest sm (in token units) when each of `blocks` (b, head group) blocks is cut
