@@ -5,6 +5,8 @@
 // usage: attention_bench [out.csv|-] [kernel batch context]   (the three filter one case)
 // env BENCH_KERNELS=a,b,...: time only these kernels; env BENCH_SIZES=16x32768,1x131072,...:
 // only these batch x context sizes; BENCH_BATCHES=1,16,...: only these batches;
+// BENCH_SPLITS=N: N split-kv splits instead of the launcher's choice; BENCH_SHAPE=smollm2: the
+// SmolLM2-135M shape (9 query heads, 3 kv heads, head_dim 64) instead;
 // VQSERVE_BENCH_TIMELINE=1: v8 kernels also print one launch's per-block phase times.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -78,7 +80,19 @@ __global__ void FillCommVqScales(uint8_t* pages, size_t num_pages, size_t page_b
   }
 }
 
-constexpr int kHeads = 32, kKvHeads = 8, kDim = 128, kPage = 32;
+// the attention shape: Llama-3.1-8B's (32 query heads, 8 kv heads, head_dim 128), or with env
+// BENCH_SHAPE=smollm2 SmolLM2-135M's (9, 3, 64; the default model).
+struct AttentionShape {
+  int heads, kv_heads, dim;
+};
+AttentionShape ShapeFromEnv() {
+  const char* e = std::getenv("BENCH_SHAPE");
+  if (e != nullptr && std::string(e) == "smollm2") return {9, 3, 64};
+  return {32, 8, 128};
+}
+const AttentionShape kShape = ShapeFromEnv();
+const int kHeads = kShape.heads, kKvHeads = kShape.kv_heads, kDim = kShape.dim;
+constexpr int kPage = 32;
 
 size_t LayerPageBytes(const Kernel& k) {
   const size_t H = kKvHeads, D = kDim, P = kPage;
@@ -219,8 +233,8 @@ int main(int argc, char** argv) {
         VQ_CUDA_CHECK(cudaMalloc(&out, size_t{4} * batch * kHeads * kDim));
         VQ_CUDA_CHECK(cudaMalloc(&ws, 4 * vqserve::cuda::DecodeWorkspaceFloats(batch, kHeads, kDim)));
         // vecinfer: one (2^bits, D) book each; commvq: (kv heads, R, 64, D) keys, (kv heads, Rv, 256, D) values.
-        const size_t ck_floats = k.format == KvPageFormat::kCommVq ? size_t{1} * kKvHeads * k.cvq_rounds * 64 * kDim : size_t{kDim} << k.k_code_bits;
-        const size_t cv_floats = k.format == KvPageFormat::kCommVq ? size_t{1} * kKvHeads * k.cvq_value_rounds * 256 * kDim : size_t{kDim} << k.v_code_bits;
+        const size_t ck_floats = k.format == KvPageFormat::kCommVq ? size_t{1} * kKvHeads * k.cvq_rounds * 64 * kDim : static_cast<size_t>(kDim) << k.k_code_bits;
+        const size_t cv_floats = k.format == KvPageFormat::kCommVq ? size_t{1} * kKvHeads * k.cvq_value_rounds * 256 * kDim : static_cast<size_t>(kDim) << k.v_code_bits;
         VQ_CUDA_CHECK(cudaMalloc(&ck, 4 * ck_floats));
         VQ_CUDA_CHECK(cudaMalloc(&cv, 4 * cv_floats));
         VQ_CUDA_CHECK(cudaMemcpy(d_table, table.data(), table.size() * 4, cudaMemcpyHostToDevice));
