@@ -4,7 +4,8 @@
 // beside every algorithm cublasLt's heuristic offers for the same types (each timed, the
 // fastest kept), and fp16 output for reference. weights rotate through copies that overflow
 // the L2, as the layers of a model do. prints a markdown table: µs, weight GB/s, % of the copy
-// ceiling. without a cuda device it says so, exit 0.
+// ceiling. each time is one call between two events, the host's launch overhead included (a
+// graph-replayed step does not pay it). without a cuda device it says so, exit 0.
 // usage: gemm_bench [max_algos (16)]
 #include <cublasLt.h>
 #include <cublas_v2.h>
