@@ -77,5 +77,21 @@ TEST(DecodeSplitsTest, StaysWithinItsBounds) {
   }
 }
 
+TEST(DecodeSplitsTest, RingGetsItsOwnSplitWhereSmsAreFree) {
+  // few coded tokens (max_splits 1): one split, then the ring's split beside it while every
+  // block has an sm of its own to spare.
+  for (int blocks : {1, 8, 48, 64, 66}) {
+    const int s = WholeWaveSplits(blocks, kSms, 1, 128, 2048, MaxSplits(128));
+    EXPECT_EQ(s, 1) << blocks;
+    EXPECT_EQ(WithRingSplit(s, blocks, kSms, true), 2) << blocks;
+    EXPECT_EQ(WithRingSplit(s, blocks, kSms, false), 1) << blocks;  // no ring: nothing to move
+  }
+  for (int blocks : {67, 128, 256}) {  // past half the sms the ring stays in the block
+    EXPECT_EQ(WithRingSplit(1, blocks, kSms, true), 1) << blocks;
+  }
+  for (int splits : {2, 3, 16}) EXPECT_EQ(WithRingSplit(splits, 8, kSms, true), splits);
+  EXPECT_EQ(WithRingSplit(1, 0, kSms, true), 1);
+}
+
 }  // namespace
 }  // namespace vqserve::cuda

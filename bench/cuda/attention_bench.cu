@@ -5,6 +5,8 @@
 // usage: attention_bench [out.csv|-] [kernel batch context]   (the three filter one case)
 // env BENCH_KERNELS=a,b,...: time only these kernels; env BENCH_SIZES=16x32768,1x131072,...:
 // only these batch x context sizes; BENCH_BATCHES=1,16,...: only these batches;
+// BENCH_CONTEXTS=256,512,...: these contexts (default 8192, 32768, 131072); BENCH_STAGES=N:
+// DecodeAttentionParams::bench_skip_stages (e.g. 16, a flag that keeps the results right);
 // BENCH_SPLITS=N: N split-kv splits instead of the launcher's choice; BENCH_SHAPE=smollm2: the
 // SmolLM2-135M shape (9 query heads, 3 kv heads, head_dim 64) instead;
 // VQSERVE_BENCH_TIMELINE=1: v8 kernels also print one launch's per-block phase times.
@@ -109,6 +111,19 @@ size_t LayerPageBytes(const Kernel& k) {
   return 0;
 }
 
+// env `name`=1,16,...: those integers; unset: `fallback`.
+std::vector<int> IntListFromEnv(const char* name, std::vector<int> fallback) {
+  const char* e = std::getenv(name);
+  if (e == nullptr) return fallback;
+  std::vector<int> out;
+  for (const char* c = e; *c;) {
+    out.push_back(std::atoi(c));
+    while (*c && *c != ',') ++c;
+    if (*c == ',') ++c;
+  }
+  return out;
+}
+
 using vqserve::bench::CopyCeiling;
 using vqserve::bench::Median;
 
@@ -163,16 +178,8 @@ int main(int argc, char** argv) {
   const std::string only_list = only_env ? "," + std::string(only_env) + "," : "";
   const char* sizes_env = std::getenv("BENCH_SIZES");
   const std::string sizes_list = sizes_env ? "," + std::string(sizes_env) + "," : "";
-  std::vector<int> batches = {1, 8, 16, 32};
-  if (const char* bb = std::getenv("BENCH_BATCHES")) {  // env BENCH_BATCHES=1,16: only these
-    batches.clear();
-    for (const char* c = bb; *c;) {
-      batches.push_back(std::atoi(c));
-      while (*c && *c != ',') ++c;
-      if (*c == ',') ++c;
-    }
-  }
-  const int contexts[] = {8192, 32768, 131072};
+  const std::vector<int> batches = IntListFromEnv("BENCH_BATCHES", {1, 8, 16, 32});
+  const std::vector<int> contexts = IntListFromEnv("BENCH_CONTEXTS", {8192, 32768, 131072});
   cudaEvent_t e0, e1;
   VQ_CUDA_CHECK(cudaEventCreate(&e0));
   VQ_CUDA_CHECK(cudaEventCreate(&e1));
@@ -273,6 +280,9 @@ int main(int argc, char** argv) {
         p.head_dim = kDim;
         p.scale = 1.0f / std::sqrt(static_cast<float>(kDim));
         if (const char* e = std::getenv("BENCH_SPLITS")) p.num_splits = std::atoi(e);  // forced; 0 chooses
+        // bench flags (decode_attention.h), e.g. 16: v8 without the ring's l2 prefetch.
+        const int kept_stages = std::getenv("BENCH_STAGES") ? std::atoi(std::getenv("BENCH_STAGES")) : 0;
+        p.bench_skip_stages = kept_stages;
         p.page_stride = static_cast<int64_t>(page_bytes);
         p.layer_offset = 0;
         p.block_tables = d_table;
@@ -359,7 +369,7 @@ int main(int argc, char** argv) {
                           : skip == 32 ? "page work (pages copied only)" : "all but the page copies",
                           Median(ms2) * 1e3);
             }
-            p.bench_skip_stages = 0;
+            p.bench_skip_stages = kept_stages;
           }
           // per-block phase stamps of one launch (the 5th of 5).
           if (v8 && std::getenv("VQSERVE_BENCH_TIMELINE") != nullptr) {

@@ -2,13 +2,15 @@
 #define VQSERVE_KERNELS_CUDA_BLOCK_RESIDUAL_CUH_
 
 // the attention sink + fp16 residual ring of one (sequence, kv head) as one workspace slot,
-// for a 512-thread block, in chunks of 128 tokens with one round of global loads each:
-//  1. thread (token = tid / 4, quarter = tid % 4) loads 32 dims of its token's k and v row
-//     (4 + 4 sixteen-byte loads), parks the v quarter in smem and dots the k quarter with the
-//     4 heads' queries (smem); 2 shuffles finish the 4 scores.
+// for a 512-thread block and head_dim D (128 or 64), in chunks of 128 tokens with one round of
+// global loads each:
+//  1. thread (token = tid / 4, quarter = tid % 4) loads D / 4 dims of its token's k and v row
+//     (D / 32 + D / 32 sixteen-byte loads), parks the v quarter in smem and dots the k quarter
+//     with the 4 heads' queries (smem); 2 shuffles finish the 4 scores.
 //  2. warp h < 4 turns head h's 128 scores into probabilities (online softmax across chunks).
-//  3. thread (dim pair = tid % 64, slice = tid / 64) accumulates p * v over the slice's 16
-//     tokens for 4 heads; after the last chunk the 8 slices are summed through smem.
+//  3. thread (dim pair = tid % (D / 2), slice = tid / (D / 2)) accumulates p * v over the
+//     slice's tokens for 4 heads; after the last chunk the 1024 / D slices are summed through
+//     smem.
 // same semantics as ResidualPartial (dense_attention.cuh): sink positions first, then the ring.
 
 #include "kernels/cuda/decode_attention_common.cuh"
@@ -18,8 +20,8 @@ namespace vqserve::cuda {
 
 inline constexpr int kResidualChunk = 128;  // tokens per chunk (4 threads each)
 inline constexpr int kResidualQStride = 36;  // floats per (head, quarter) of q: 32 + pad
-// smem floats BlockResidual needs (no live data): the chunk's v rows (fp16), q, the
-// probabilities [token][4 heads] and the softmax state.
+// smem floats BlockResidual needs at head_dim 128 (no live data; 64 needs fewer): the chunk's
+// v rows (fp16), q, the probabilities [token][4 heads] and the softmax state.
 inline constexpr int kBlockResidualFloats =
     kResidualChunk * 128 / 2 + 16 * kResidualQStride + kResidualChunk * 4 + 12;
 
@@ -44,15 +46,16 @@ __device__ inline int ResidualSource(const DecodeAttentionParams& p, int b, int 
   return n;
 }
 
-// asks l2 to fetch the sink + ring rows (k and v, head_dim 128 fp16 = two 128-byte lines each)
-// that BlockResidual reads later; NT threads.
-template <int NT>
+// asks l2 to fetch the sink + ring rows (k and v, D fp16 = D / 64 128-byte lines each) that
+// BlockResidual reads later; NT threads.
+template <int NT, int D = 128>
 __device__ void PrefetchResidualL2(const DecodeAttentionParams& p, int b, int kvh) {
+  constexpr int kLines = D / 64;
   SinkRingSource src;
   const int n = ResidualSource(p, b, kvh, &src);
   const int n_sink = src.n_sink;
-  for (int i = threadIdx.x; i < 4 * n; i += NT) {
-    const int t = i >> 2, part = i & 3;
+  for (int i = threadIdx.x; i < 2 * kLines * n; i += NT) {
+    const int t = i / (2 * kLines), part = kLines == 2 ? i & 3 : 2 * (i & 1);  // bit 1: v
     const uint16_t* row;
     if (t < n_sink) {
       row = ((part & 2) ? src.v : src.k) + static_cast<int64_t>(t) * src.token_stride;
@@ -64,21 +67,25 @@ __device__ void PrefetchResidualL2(const DecodeAttentionParams& p, int b, int kv
 }
 
 // heads h0 .. h0 + hb - 1 (hb <= 4) of sequence b over its sink + ring tokens -> workspace slot
-// `slot`; head_dim 128, 512 threads, smem >= kBlockResidualFloats floats (no live data; the
-// caller syncs before reusing it). scores in log2 units.
+// `slot`; head_dim D (128 or 64), 512 threads, smem >= kBlockResidualFloats floats (no live
+// data; the caller syncs before reusing it). scores in log2 units.
+template <int D = 128>
 __device__ inline void BlockResidual(const DecodeAttentionParams& p, int b, int kvh, int h0, int hb,
                                      int slot, float* smem) {
-  constexpr int kD = 128, kC = kResidualChunk, kQ = kResidualQStride;
+  static_assert(D == 128 || D == 64, "head_dim 128 or 64");
+  constexpr int kD = D, kC = kResidualChunk, kQ = kResidualQStride;
+  constexpr int kQuarter = D / 4, kWords = D / 32;  // dims and 16-byte loads per quarter
+  constexpr int kPairs = D / 2, kSlices = 512 / kPairs;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  uint32_t* vs = reinterpret_cast<uint32_t*>(smem);  // [kC tokens][64] half2 of v
+  uint32_t* vs = reinterpret_cast<uint32_t*>(smem);  // [kC tokens][D / 2] half2 of v
   float* qs = smem + kC * kD / 2;                     // [4 heads][4 quarters][kQ]
   float* ps = qs + 16 * kQ;                           // [kC tokens][4 heads]
   float* st = ps + kC * 4;                            // alpha[4], m[4], l[4]
-  float* red = smem;                                  // [8 slices][4][128], after the last chunk
-  {
-    const int h = tid >> 7, d = tid & 127;
+  float* red = smem;                                  // [kSlices][4][D], after the last chunk
+  for (int i = tid; i < 4 * kD; i += 512) {
+    const int h = i / kD, d = i % kD;
     const float* q = p.q + b * p.q_batch_stride + (h0 + min(h, hb - 1)) * p.q_head_stride + d;
-    qs[(h * 4 + (d >> 5)) * kQ + (d & 31)] = h < hb ? *q * (p.scale * 1.4426950408889634f) : 0.0f;
+    qs[(h * 4 + d / kQuarter) * kQ + d % kQuarter] = h < hb ? *q * (p.scale * 1.4426950408889634f) : 0.0f;
   }
   SinkRingSource src;
   const int n = ResidualSource(p, b, kvh, &src);
@@ -87,7 +94,7 @@ __device__ inline void BlockResidual(const DecodeAttentionParams& p, int b, int 
     return;
   }
   TimelineStamp(p, kStampRingMeta);
-  const int tok = tid >> 2, quarter = tid & 3, dp = tid & 63, slice = tid >> 6;
+  const int tok = tid >> 2, quarter = tid & 3, dp = tid % kPairs, slice = tid / kPairs;
   float m_run = -INFINITY, l_run = 0.0f;  // warps 0..3: head `warp`
   float acc[4][2] = {};                   // heads x dims 2 dp, 2 dp + 1
   for (int c0 = 0; c0 < n; c0 += kC) {
@@ -104,16 +111,16 @@ __device__ inline void BlockResidual(const DecodeAttentionParams& p, int b, int 
         krow = src.ring.k + off;
         vrow = src.ring.v + off;
       }
-      uint4 kw[4], vw[4];
+      uint4 kw[kWords], vw[kWords];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        kw[i] = reinterpret_cast<const uint4*>(krow + 32 * quarter)[i];
-        vw[i] = reinterpret_cast<const uint4*>(vrow + 32 * quarter)[i];
+      for (int i = 0; i < kWords; ++i) {
+        kw[i] = reinterpret_cast<const uint4*>(krow + kQuarter * quarter)[i];
+        vw[i] = reinterpret_cast<const uint4*>(vrow + kQuarter * quarter)[i];
       }
 #pragma unroll
-      for (int i = 0; i < 4; ++i) reinterpret_cast<uint4*>(vs + tok * 64 + 16 * quarter)[i] = vw[i];
+      for (int i = 0; i < kWords; ++i) reinterpret_cast<uint4*>(vs + tok * kPairs + kQuarter / 2 * quarter)[i] = vw[i];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
+      for (int i = 0; i < kWords; ++i) {
         const float2 k0 = Half2BitsToFloat2(kw[i].x), k1 = Half2BitsToFloat2(kw[i].y);
         const float2 k2 = Half2BitsToFloat2(kw[i].z), k3 = Half2BitsToFloat2(kw[i].w);
 #pragma unroll
@@ -167,8 +174,8 @@ __device__ inline void BlockResidual(const DecodeAttentionParams& p, int b, int 
     }
     const int n_here = min(kC, n - c0);
 #pragma unroll 4
-    for (int tk = slice; tk < n_here; tk += 8) {
-      const float2 v = Half2BitsToFloat2(vs[tk * 64 + dp]);
+    for (int tk = slice; tk < n_here; tk += kSlices) {
+      const float2 v = Half2BitsToFloat2(vs[tk * kPairs + dp]);
       const float4 pr = *reinterpret_cast<const float4*>(ps + tk * 4);
       acc[0][0] += pr.x * v.x;
       acc[0][1] += pr.x * v.y;
@@ -192,11 +199,11 @@ __device__ inline void BlockResidual(const DecodeAttentionParams& p, int b, int 
   }
   __syncthreads();
   TimelineStamp(p, kStampRingSync);
-  const int h = tid >> 7, d = tid & 127;
+  const int h = tid / kD, d = tid % kD;
   if (h < hb) {
     float o = 0.0f;
 #pragma unroll
-    for (int sl = 0; sl < 8; ++sl) o += red[(sl * 4 + h) * kD + d];
+    for (int sl = 0; sl < kSlices; ++sl) o += red[(sl * 4 + h) * kD + d];
     PartialAcc(p, b, h0 + h, slot)[d] = o;
     if (d == 0) *PartialMl(p, b, h0 + h, slot) = make_float2(st[4 + h] * 0.6931471805599453f, st[8 + h]);
   }

@@ -259,7 +259,9 @@ int ChooseDecodeSplits(KvPageFormat f, const DecodeAttentionParams& p) {
   // lut vecinfer and staged fp16 / kivi blocks stay resident for their whole split: the cost
   // model of decode_splits.h (a vecinfer block's book build and merge weigh ~2K tokens).
   if (vq_lut || staged_fp16 || staged_kivi) {
-    return WholeWaveSplits(blocks, SmCount(), per_sm, p.max_coded_len, vq_lut ? 2048 : 128, max_splits);
+    const int s = WholeWaveSplits(blocks, SmCount(), per_sm, p.max_coded_len, vq_lut ? 2048 : 128, max_splits);
+    // (the staged kivi kernel gives the ring a block column of its own at any split count.)
+    return vq_lut ? WithRingSplit(s, blocks, SmCount(), p.res_lens != nullptr || p.sink_lens != nullptr) : s;
   }
   int splits = 1;
   if (blocks * 5 < target * 4) splits = (target + blocks - 1) / blocks;

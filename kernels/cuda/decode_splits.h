@@ -51,6 +51,16 @@ inline int WholeWaveSplits(int blocks, int sms, int per_sm, int len, int fixed_t
   return best_t <= (1.0 - kMinSplitGain) * rule_t ? best : rule;
 }
 
+// the sink + residual ring on a split of its own. with one split a vecinfer lut block attends
+// the ring in series with its pages (before or after them). when the blocks leave an sm free
+// for each (blocks * 2 <= sms) and there is a ring, a second split runs it beside them: v8's
+// split ranges give the last split the ring and, below ~1.5K coded tokens, no pages
+// (V8SplitRange). one split comes only from few coded tokens there (max_splits 1): with more,
+// the fill-one-wave rule already splits.
+inline int WithRingSplit(int splits, int blocks, int sms, bool has_ring) {
+  return splits == 1 && has_ring && blocks > 0 && blocks * 2 <= sms ? 2 : splits;
+}
+
 }  // namespace vqserve::cuda
 
 #endif  // VQSERVE_KERNELS_CUDA_DECODE_SPLITS_H_

@@ -12,7 +12,7 @@
 //    p.vq_k_codebook_f16, fp16 Ck: half the bytes, Ck rounded before the product).
 //  - 3 pages per warp are in flight during the book build (v7: 2); page i + 3 is issued after
 //    page i is done.
-//  - the residual ring + sink (last split) run block-parallel (block_residual.cuh: one round of
+//  - the residual ring + sink (last split) run block-parallel at both head dims (block_residual.cuh: one round of
 //    global loads per 128 tokens; v7: DenseAttendRange, 3 barriers per 64 tokens), their rows
 //    asked into l2 at the start; with one split before the book build, else after the pages.
 //
@@ -21,8 +21,6 @@
 // code-major, the lut at a 64 KB-aligned window address; at head_dim 64 the first 16 entries
 // of each code row are used), per warp 3 stages of one 32-token page (k codes [32][D / DK], padded to
 // the probabilities' 320 bytes, then v codes [32][D / DV]: PageShape). warp w takes pages w, w + 16, ...
-// head_dim 64: the sink + ring always after the pages, by ResidualPartial (dense_attention.cuh;
-// BlockResidual is head_dim 128 only).
 // bench_skip_stages (benchmarks only): 1 score gathers, 2 value gathers, 4 book build, 8 residual,
 // 32 all page work (pages still copied) (wrong results); 16 skips only the l2 prefetch of the
 // residual rows (results stay right).
@@ -52,7 +50,6 @@ constexpr int kBuildBatch = 8;  // codebook rows loaded before use, per thread
 // sm_90 dynamic-base window address 0x400 and at 0).
 static_assert(2 * kBookBytes + kWarps * kWarpStage + 0x400 <= kSmemBytes, "smem");
 static_assert(kBlockResidualFloats * 4 <= kBookBytes, "residual smem");
-static_assert(DenseSmem<64, 4, kThreads>::kFloats * 4 <= kSmemBytes, "head_dim 64 residual smem");
 
 __device__ inline float4 Ldg4(const float4* p) {
   float4 v;
@@ -216,8 +213,8 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
   const uint32_t lut_hi = (win + lay.lut) >> 16;            // window address bits 16.. of the lut
   WarpPages<S> pages = MakeWarpPages<S>(p, b, kvh, t0, t1, warp, lane, smem, lay.nlow, lay.high);
   if constexpr (kLean) Pin(&pages.table);  // kept, not recomputed per page
-  if (D == 128 && residual_first) {
-    BlockResidual(p, b, kvh, h0, hb, split + 1, reinterpret_cast<float*>(lut_s));
+  if (residual_first) {
+    BlockResidual<D>(p, b, kvh, h0, hb, split + 1, reinterpret_cast<float*>(lut_s));
     __syncthreads();  // its merge has read the scratch: the copies and the lut build may write
   }
   TimelineStamp(p, kStampRingFirst);
@@ -304,8 +301,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   V8SplitRange(p.coded_lens[b], num_splits, split, &t0, &t1);
   // one split: the ring first (see CodedPartial); several: the last split (fewest tokens)
   // attends it after its pages, its rows asked into l2 now.
-  const bool first = D == 128 && residual && num_splits == 1 && t0 < t1;
-  if (D == 128 && residual && !first && !(p.bench_skip_stages & 16)) PrefetchResidualL2<kThreads>(p, b, kvh);
+  const bool first = residual && num_splits == 1 && t0 < t1;
+  if (residual && !first && !(p.bench_skip_stages & 16)) PrefetchResidualL2<kThreads, D>(p, b, kvh);
   if (t0 < t1) {
     CodedPartial<PageShape<D, DK, DV>, kG, kLean>(p, hb, split, b, kvh, h0, t0, t1, first, smem);
   } else {
@@ -315,11 +312,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (split == num_splits - 1 && !first) {
     __syncthreads();
     if (residual) {
-      if constexpr (D == 128) {
-        BlockResidual(p, b, kvh, h0, hb, num_splits, reinterpret_cast<float*>(smem));
-      } else {
-        ResidualPartial<D, 4, kThreads>(p, b, kvh, h0, hb, num_splits, reinterpret_cast<float*>(smem));
-      }
+      BlockResidual<D>(p, b, kvh, h0, hb, num_splits, reinterpret_cast<float*>(smem));
     } else {
       WriteEmptyPartial(p, b, h0, hb, num_splits);
     }
