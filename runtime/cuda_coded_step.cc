@@ -15,6 +15,7 @@ void CudaCodedStep::Plan(const CudaKvCache& cache, const std::vector<int32_t>& n
   sink_tokens_ = spec.sink_tokens;
   page_tokens_ = spec.page_tokens;
   max_coded_after_sink_ = 0;
+  sink_writes_ = false;
   std::vector<int32_t> flush, starts(batch_), coded_after_sink(batch_), sink_lens(batch_);
   page_ids_.clear();
   int start = 0;
@@ -27,6 +28,7 @@ void CudaCodedStep::Plan(const CudaKvCache& cache, const std::vector<int32_t>& n
       flush.insert(flush.end(), {j, first, start});
       page_ids_.push_back(tables[static_cast<size_t>(j) * stride + first / spec.page_tokens]);
     }
+    sink_writes_ = sink_writes_ || (num_new[j] > 0 && num_cached[j] < sink_tokens_);
     sink_lens[j] = std::min(sink_tokens_, after);
     coded_after_sink[j] = after - sink_lens[j];
     max_coded_after_sink_ = std::max(max_coded_after_sink_, coded_after_sink[j]);
@@ -57,6 +59,7 @@ std::string CudaCodedStep::SinkAndGather(const cuda::PagedKvStep& step, const fl
 std::string CudaCodedStep::SinkAppend(const cuda::PagedKvStep& step, const float* k,
                                       const float* v, int64_t kv_stride,
                                       cudaStream_t stream) const {
+  if (!sink_writes_) return "";  // no new token lands in the sink: no launch
   return cuda::LaunchSinkAppend(step, k, v, kv_stride, stream);
 }
 
@@ -81,7 +84,7 @@ void CudaCodedStep::SetDecodeSink(const CudaKvCache& cache, int layer,
 
 void CudaCodedStep::AppendGraphKey(std::vector<int64_t>* key) const {
   key->insert(key->end(), {batch_, sink_tokens_, page_tokens_, max_coded_after_sink_,
-                           flush_count(), reinterpret_cast<intptr_t>(meta_.data()),
+                           int64_t{sink_writes_}, flush_count(), reinterpret_cast<intptr_t>(meta_.data()),
                            reinterpret_cast<intptr_t>(stage_k_.data()),
                            reinterpret_cast<intptr_t>(stage_v_.data())});
 }

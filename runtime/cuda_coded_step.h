@@ -30,8 +30,9 @@ class CudaCodedStep {
             cudaStream_t stream);
 
   // layer step.layer_offset's sink rows for the new tokens (k, v: (num_tokens, H, D) fp32 rows
-  // of kv_stride floats), then the pages due gathered into staged_k / staged_v. call before the
-  // encode, the attention and the ring append of the layer. empty string on success.
+  // of kv_stride floats; no launch when none of them lands in the sink), then the pages due
+  // gathered into staged_k / staged_v. call before the encode, the attention and the ring
+  // append of the layer. empty string on success.
   std::string SinkAndGather(const cuda::PagedKvStep& step, const float* k, const float* v,
                             int64_t kv_stride, cudaStream_t stream) const;
   // the two halves of SinkAndGather, for codecs that code other keys than the sink holds
@@ -64,6 +65,7 @@ class CudaCodedStep {
  private:
   int batch_ = 0;
   int sink_tokens_ = 0, page_tokens_ = 32, max_coded_after_sink_ = 0;
+  bool sink_writes_ = false;  // some new token's position is inside the sink
   size_t page_floats_ = 0;
   std::vector<int32_t> page_ids_;  // (num flushes) page id of each flush
   std::vector<int64_t> page_offsets_;  // (num flushes) its byte offset

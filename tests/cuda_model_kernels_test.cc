@@ -2,7 +2,8 @@
 // rmsnorm to fp16 (kernels/cpu/rms_norm, both the vectorized and the generic kernel), rope
 // over the q and k heads of a qkv row in one launch (kernels/cpu/rope), silu-mul to fp16, and
 // the ring append of coded caches (fp16 rows at ring position pos % ring_tokens; tokens already
-// coded skipped). skips itself where there is no cuda device.
+// coded skipped), and the vecinfer query transform q~ = H (q * lambda) (kernels/cpu/hadamard).
+// skips itself where there is no cuda device.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,12 +17,14 @@
 #if VQSERVE_WITH_CUDA
 #include <cuda_runtime_api.h>
 
+#include "kernels/cpu/hadamard.h"
 #include "kernels/cpu/half_convert.h"
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/rope.h"
 #include "kernels/cpu/silu_mul.h"
 #include "kernels/cuda/model_kernels.h"
 #include "kernels/cuda/ring_kv_step.h"
+#include "kernels/cuda/vecinfer_kv_step.h"
 #include "runtime/cuda_llama_model.h"
 #endif
 
@@ -193,6 +196,41 @@ TEST_F(CudaModelKernelsTest, RingAppendWritesFp16RowsAtRingPositions) {
     }
     EXPECT_EQ(rk.Get(), want_k) << "odd stride " << odd;
     EXPECT_EQ(rv.Get(), want_v) << "odd stride " << odd;
+  }
+}
+
+TEST_F(CudaModelKernelsTest, VecInferQueryTransformMatchesCpu) {
+  // head_dim 32 .. 256 run the warp kernel, 16 the generic one; 9 query heads on 3 kv heads, rows
+  // of a wider qkv stride; with and without the hadamard step.
+  for (int d : {16, 32, 64, 128, 256}) {
+    for (bool hadamard : {true, false}) {
+      const int n = 5, heads = 9, hkv = 3, group = heads / hkv;
+      const int64_t stride = int64_t{heads} * d + 40;
+      const std::vector<float> q = Random(size_t(n) * stride, 41 + d);
+      const std::vector<float> lam = Random(size_t(hkv) * d, 43 + d, 0.25f, 4.0f);
+      Dev<float> dq(q), dlam(lam), dout(std::vector<float>(q.size(), 0.0f));
+      cuda::VecInferLayerCodec c;
+      c.lambda = dlam.get();
+      c.hadamard = hadamard;
+      ASSERT_EQ(cuda::LaunchVecInferQueryTransform(dq.get(), stride, n, heads, hkv, d, c, dout.get(), nullptr), "");
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      const std::vector<float> got = dout.Get();
+      double worst = 0.0;
+      for (int t = 0; t < n; ++t) {
+        for (int h = 0; h < heads; ++h) {
+          std::vector<float> want(d);
+          const float* row = q.data() + t * stride + h * d;
+          for (int i = 0; i < d; ++i) want[i] = row[i] * lam[(h / group) * d + i];
+          if (hadamard) kernels::FastWalshHadamard(want.data(), d);
+          for (int i = 0; i < d; ++i) {
+            // the same butterflies in the same order; only 1 / sqrt(d) may round differently.
+            worst = std::max(worst, std::abs(double(got[t * stride + h * d + i]) - want[i]) /
+                                        (std::abs(double(want[i])) + 1e-30));
+          }
+        }
+      }
+      EXPECT_LE(worst, 4e-7) << "head_dim " << d << " hadamard " << hadamard;
+    }
   }
 }
 

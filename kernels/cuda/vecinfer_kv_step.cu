@@ -12,7 +12,50 @@ namespace {
 
 constexpr int kThreads = 128;
 
-// grid (n, num_heads), kThreads threads; x: head_dim floats of dynamic smem.
+// one warp per (token, head): lane l holds elements l + 32 e, e < E = D / 32, of q * lambda;
+// butterflies of len < 32 pair lanes l and l ^ len (shuffles), longer ones pair registers.
+// each butterfly is the same a + b, a - b as QueryTransformKernel's, so the output bits are
+// equal. grid (n, ceil(num_heads / kWarpsPerBlock)), kThreads threads.
+constexpr int kWarpsPerBlock = kThreads / 32;
+template <int E>
+__global__ void QueryTransformWarpKernel(const float* q, int64_t q_stride, int num_heads, int group,
+                                         const VecInferLayerCodec c, float* out) {
+  constexpr int D = 32 * E;
+  const int t = blockIdx.x, lane = threadIdx.x & 31;
+  const int h = blockIdx.y * kWarpsPerBlock + (threadIdx.x >> 5);
+  if (h >= num_heads) return;
+  const float* lam = c.lambda + static_cast<int64_t>(h / group) * D;
+  const int64_t base = t * q_stride + static_cast<int64_t>(h) * D;
+  float x[E];
+#pragma unroll
+  for (int e = 0; e < E; ++e) x[e] = q[base + lane + 32 * e] * lam[lane + 32 * e];
+  if (c.hadamard) {
+#pragma unroll
+    for (int len = 1; len < 32; len <<= 1) {
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        const float other = __shfl_xor_sync(0xffffffffu, x[e], len);
+        x[e] = (lane & len) ? other - x[e] : x[e] + other;
+      }
+    }
+#pragma unroll
+    for (int l = 1; l < E; l <<= 1) {
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        if (e & l) continue;
+        const float a = x[e], b = x[e + l];
+        x[e] = a + b;
+        x[e + l] = a - b;
+      }
+    }
+  }
+  const float norm = c.hadamard ? rsqrtf(static_cast<float>(D)) : 1.0f;
+#pragma unroll
+  for (int e = 0; e < E; ++e) out[base + lane + 32 * e] = x[e] * norm;
+}
+
+// any power-of-two head_dim (the warp kernel takes 32 .. 256). grid (n, num_heads), kThreads
+// threads; x: head_dim floats of dynamic smem.
 __global__ void QueryTransformKernel(const float* q, int64_t q_stride, int num_heads, int group,
                                      int D, const VecInferLayerCodec c, float* out) {
   extern __shared__ float x[];
@@ -76,8 +119,25 @@ std::string LaunchVecInferQueryTransform(const float* q, int64_t q_stride, int n
     return "vecinfer query transform: num_heads must be a multiple of num_kv_heads";
   }
   if (n <= 0) return "";
-  QueryTransformKernel<<<dim3(n, num_heads), kThreads, D * sizeof(float), stream>>>(
-      q, q_stride, num_heads, num_heads / num_kv_heads, D, codec, out);
+  const int group = num_heads / num_kv_heads;
+  const dim3 warp_grid(n, (num_heads + kWarpsPerBlock - 1) / kWarpsPerBlock);
+  switch (D) {
+    case 32:
+      QueryTransformWarpKernel<1><<<warp_grid, kThreads, 0, stream>>>(q, q_stride, num_heads, group, codec, out);
+      break;
+    case 64:
+      QueryTransformWarpKernel<2><<<warp_grid, kThreads, 0, stream>>>(q, q_stride, num_heads, group, codec, out);
+      break;
+    case 128:
+      QueryTransformWarpKernel<4><<<warp_grid, kThreads, 0, stream>>>(q, q_stride, num_heads, group, codec, out);
+      break;
+    case 256:
+      QueryTransformWarpKernel<8><<<warp_grid, kThreads, 0, stream>>>(q, q_stride, num_heads, group, codec, out);
+      break;
+    default:
+      QueryTransformKernel<<<dim3(n, num_heads), kThreads, D * sizeof(float), stream>>>(
+          q, q_stride, num_heads, group, D, codec, out);
+  }
   VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return "";
 }
