@@ -2,14 +2,15 @@
 #define VQSERVE_KERNELS_CUDA_BLOCK_RESIDUAL_CUH_
 
 // the attention sink + fp16 residual ring of one (sequence, kv head) as one workspace slot,
-// for a 512-thread block and head_dim D (128 or 64), in chunks of 128 tokens with one round of
-// global loads each:
+// for a block of NT threads (512 or 256) and head_dim D (128 or 64), in chunks of NT / 4 tokens
+// with one round of global loads each:
 //  1. thread (token = tid / 4, quarter = tid % 4) loads D / 4 dims of its token's k and v row
 //     (D / 32 + D / 32 sixteen-byte loads), parks the v quarter in smem and dots the k quarter
 //     with the 4 heads' queries (smem); 2 shuffles finish the 4 scores.
-//  2. warp h < 4 turns head h's 128 scores into probabilities (online softmax across chunks).
+//  2. warp h < 4 turns head h's NT / 4 scores into probabilities (online softmax across
+//     chunks).
 //  3. thread (dim pair = tid % (D / 2), slice = tid / (D / 2)) accumulates p * v over the
-//     slice's tokens for 4 heads; after the last chunk the 1024 / D slices are summed through
+//     slice's tokens for 4 heads; after the last chunk the 2 NT / D slices are summed through
 //     smem.
 // same semantics as ResidualPartial (dense_attention.cuh): sink positions first, then the ring.
 
@@ -18,12 +19,14 @@
 
 namespace vqserve::cuda {
 
-inline constexpr int kResidualChunk = 128;  // tokens per chunk (4 threads each)
 inline constexpr int kResidualQStride = 36;  // floats per (head, quarter) of q: 32 + pad
-// smem floats BlockResidual needs at head_dim 128 (no live data; 64 needs fewer): the chunk's
-// v rows (fp16), q, the probabilities [token][4 heads] and the softmax state.
-inline constexpr int kBlockResidualFloats =
-    kResidualChunk * 128 / 2 + 16 * kResidualQStride + kResidualChunk * 4 + 12;
+// smem floats BlockResidual<D, NT> needs (no live data): the chunk's v rows (fp16, NT / 4
+// tokens), q, the probabilities [token][4 heads] and the softmax state.
+template <int D, int NT>
+constexpr int BlockResidualFloats() {
+  return NT / 4 * D / 2 + 16 * kResidualQStride + NT / 4 * 4 + 12;
+}
+inline constexpr int kBlockResidualFloats = BlockResidualFloats<128, 512>();  // the largest
 
 __device__ inline int ResidualTokens(const DecodeAttentionParams& p, int b, int* n_sink) {
   *n_sink = p.sink_lens != nullptr ? p.sink_lens[b] : 0;
@@ -67,22 +70,23 @@ __device__ void PrefetchResidualL2(const DecodeAttentionParams& p, int b, int kv
 }
 
 // heads h0 .. h0 + hb - 1 (hb <= 4) of sequence b over its sink + ring tokens -> workspace slot
-// `slot`; head_dim D (128 or 64), 512 threads, smem >= kBlockResidualFloats floats (no live
-// data; the caller syncs before reusing it). scores in log2 units.
-template <int D = 128>
+// `slot`; head_dim D (128 or 64), NT threads (512 or 256), smem >= BlockResidualFloats<D, NT>()
+// floats (no live data; the caller syncs before reusing it). scores in log2 units.
+template <int D = 128, int NT = 512>
 __device__ inline void BlockResidual(const DecodeAttentionParams& p, int b, int kvh, int h0, int hb,
                                      int slot, float* smem) {
   static_assert(D == 128 || D == 64, "head_dim 128 or 64");
-  constexpr int kD = D, kC = kResidualChunk, kQ = kResidualQStride;
+  static_assert(NT == 512 || NT == 256, "512 or 256 threads");
+  constexpr int kD = D, kC = NT / 4, kQ = kResidualQStride;
   constexpr int kQuarter = D / 4, kWords = D / 32;  // dims and 16-byte loads per quarter
-  constexpr int kPairs = D / 2, kSlices = 512 / kPairs;
+  constexpr int kPairs = D / 2, kSlices = NT / kPairs;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   uint32_t* vs = reinterpret_cast<uint32_t*>(smem);  // [kC tokens][D / 2] half2 of v
   float* qs = smem + kC * kD / 2;                     // [4 heads][4 quarters][kQ]
   float* ps = qs + 16 * kQ;                           // [kC tokens][4 heads]
   float* st = ps + kC * 4;                            // alpha[4], m[4], l[4]
   float* red = smem;                                  // [kSlices][4][D], after the last chunk
-  for (int i = tid; i < 4 * kD; i += 512) {
+  for (int i = tid; i < 4 * kD; i += NT) {
     const int h = i / kD, d = i % kD;
     const float* q = p.q + b * p.q_batch_stride + (h0 + min(h, hb - 1)) * p.q_head_stride + d;
     qs[(h * 4 + d / kQuarter) * kQ + d % kQuarter] = h < hb ? *q * (p.scale * 1.4426950408889634f) : 0.0f;
@@ -199,8 +203,8 @@ __device__ inline void BlockResidual(const DecodeAttentionParams& p, int b, int 
   }
   __syncthreads();
   TimelineStamp(p, kStampRingSync);
-  const int h = tid / kD, d = tid % kD;
-  if (h < hb) {
+  for (int i = tid; i < hb * kD; i += NT) {
+    const int h = i / kD, d = i % kD;
     float o = 0.0f;
 #pragma unroll
     for (int sl = 0; sl < kSlices; ++sl) o += red[(sl * 4 + h) * kD + d];

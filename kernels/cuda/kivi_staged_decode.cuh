@@ -6,7 +6,7 @@
 //
 // grid (splits + 1, kv heads x head groups, batch), 256 threads (8 warps), hb <= 8 query heads
 // of one kv head per block; block x == splits folds the fp16 residual ring and the sink
-// (ResidualPartial). in a split, warp w takes pages w, w + 8, ... and streams each kv head
+// (BlockResidual for hb <= 4, else ResidualPartial). in a split, warp w takes pages w, w + 8, ... and streams each kv head
 // page slice (headers kmin, kscale [D], vmin, vscale [32][D / 32]; k codes [D][32]; v codes
 // [32][D], B bits) through kStages private shared-memory buffers (cp.async, __syncwarp only).
 // per page, with lane = (g = lane / 4, q = lane % 4) and fragments of mma.m16n8k16 (f16 in,
@@ -30,6 +30,7 @@
 
 #include <string>
 
+#include "kernels/cuda/block_residual.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/dense_attention.cuh"
 #include "kernels/cuda/kivi_staged_decode.h"
@@ -62,6 +63,7 @@ struct Layout {
   static_assert(kStages >= 2, "two page buffers per warp");
   static_assert(kWl + kWarps * kMaxHeads * 4 <= kStageBytes, "merge fits the stages");
   static_assert(DenseSmem<D, kMaxHeads, kThreads>::kFloats * 4 <= kBytes, "ring fits");
+  static_assert(BlockResidualFloats<D, kThreads>() * 4 <= kBytes, "block ring fits");
   static_assert(kHdr % 16 == 0 && kVRow % 16 == 0 && kPageBytes % 16 == 0, "16-byte chunks");
 };
 
@@ -149,12 +151,8 @@ __global__ void __launch_bounds__(kThreads, kKiviStagedBlocksPerSm)
   BlockHeads(p, hb, &kvh, &h0);
   if (split == num_splits) {
     float* f = reinterpret_cast<float*>(smem);
-    if (hb <= 1) {
-      ResidualPartial<D, 1, kThreads>(p, b, kvh, h0, hb, split, f);
-    } else if (hb <= 2) {
-      ResidualPartial<D, 2, kThreads>(p, b, kvh, h0, hb, split, f);
-    } else if (hb <= 4) {
-      ResidualPartial<D, 4, kThreads>(p, b, kvh, h0, hb, split, f);
+    if (hb <= 4) {
+      BlockResidual<D, kThreads>(p, b, kvh, h0, hb, split, f);
     } else {
       ResidualPartial<D, 8, kThreads>(p, b, kvh, h0, hb, split, f);
     }
