@@ -121,18 +121,21 @@ std::string LaunchVecInferQueryTransform(const float* q, int64_t q_stride, int n
   if (n <= 0) return "";
   const int group = num_heads / num_kv_heads;
   const dim3 warp_grid(n, (num_heads + kWarpsPerBlock - 1) / kWarpsPerBlock);
+  const auto warps = [&](auto kernel) {
+    kernel<<<warp_grid, kThreads, 0, stream>>>(q, q_stride, num_heads, group, codec, out);
+  };
   switch (D) {
     case 32:
-      QueryTransformWarpKernel<1><<<warp_grid, kThreads, 0, stream>>>(q, q_stride, num_heads, group, codec, out);
+      warps(QueryTransformWarpKernel<1>);
       break;
     case 64:
-      QueryTransformWarpKernel<2><<<warp_grid, kThreads, 0, stream>>>(q, q_stride, num_heads, group, codec, out);
+      warps(QueryTransformWarpKernel<2>);
       break;
     case 128:
-      QueryTransformWarpKernel<4><<<warp_grid, kThreads, 0, stream>>>(q, q_stride, num_heads, group, codec, out);
+      warps(QueryTransformWarpKernel<4>);
       break;
     case 256:
-      QueryTransformWarpKernel<8><<<warp_grid, kThreads, 0, stream>>>(q, q_stride, num_heads, group, codec, out);
+      warps(QueryTransformWarpKernel<8>);
       break;
     default:
       QueryTransformKernel<<<dim3(n, num_heads), kThreads, D * sizeof(float), stream>>>(
