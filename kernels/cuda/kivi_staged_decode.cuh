@@ -6,9 +6,10 @@
 //
 // grid (splits + 1, kv heads x head groups, batch), 256 threads (8 warps), hb <= 8 query heads
 // of one kv head per block; block x == splits folds the fp16 residual ring and the sink
-// (BlockResidual for hb <= 4, else ResidualPartial). in a split, warp w takes pages w, w + 8, ... and streams each kv head
-// page slice (headers kmin, kscale [D], vmin, vscale [32][D / 32]; k codes [D][32]; v codes
-// [32][D], B bits) through kStages private shared-memory buffers (cp.async, __syncwarp only).
+// (BlockResidual for hb <= 4, else ResidualPartial). in a split, warp w takes pages w, w + 8,
+// ... and streams each kv head page slice (headers kmin, kscale [D], vmin, vscale [32][D / 32];
+// k codes [D][32]; v codes [32][D], B bits) through kStages private shared-memory buffers
+// (cp.async, __syncwarp only).
 // per page, with lane = (g = lane / 4, q = lane % 4) and fragments of mma.m16n8k16 (f16 in,
 // f32 accumulate):
 //   scores S (16 x 8 tokens) = Q (16 x 16 channels) . K (16 channels x 8 tokens), 4 token

@@ -12,9 +12,10 @@
 //    p.vq_k_codebook_f16, fp16 Ck: half the bytes, Ck rounded before the product).
 //  - 3 pages per warp are in flight during the book build (v7: 2); page i + 3 is issued after
 //    page i is done.
-//  - the residual ring + sink (last split) run block-parallel at both head dims (block_residual.cuh: one round of
-//    global loads per 128 tokens; v7: DenseAttendRange, 3 barriers per 64 tokens), their rows
-//    asked into l2 at the start; with one split before the book build, else after the pages.
+//  - the residual ring + sink (last split) run block-parallel at both head dims
+//    (block_residual.cuh: one round of global loads per 128 tokens; v7: DenseAttendRange, 3
+//    barriers per 64 tokens), their rows asked into l2 at the start; with one split before the
+//    book build, else after the pages.
 //
 // grid (splits, kv heads x head groups, batch), 512 threads (16 warps), hb <= 4 query heads of
 // one kv head per block. smem: lut and Cv fp16 [256 codes][32 sub-vectors][4] (64 KB each,
