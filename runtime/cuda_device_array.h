@@ -60,6 +60,17 @@ class DeviceArray {
       std::abort();
     }
   }
+  // the first size() elements, copied back (synchronously).
+  std::vector<T> Download() const {
+    std::vector<T> host(size_);
+    if (size_ == 0) return host;
+    if (cudaError_t e = cudaMemcpy(host.data(), data_, size_ * sizeof(T), cudaMemcpyDeviceToHost);
+        e != cudaSuccess) {
+      std::fprintf(stderr, "DeviceArray: download: %s\n", cudaGetErrorString(e));
+      std::abort();
+    }
+    return host;
+  }
 
  private:
   T* data_ = nullptr;

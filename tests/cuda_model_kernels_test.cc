@@ -25,6 +25,7 @@
 #include "kernels/cuda/model_kernels.h"
 #include "kernels/cuda/ring_kv_step.h"
 #include "kernels/cuda/vecinfer_kv_step.h"
+#include "runtime/cuda_device_array.h"
 #include "runtime/cuda_llama_model.h"
 #endif
 
@@ -35,23 +36,10 @@ namespace {
 
 // a device copy of a host vector (freed with the object); Get() copies it back.
 template <typename T>
-class Dev {
- public:
-  explicit Dev(const std::vector<T>& h) : n_(h.size()) {
-    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&p_), std::max<size_t>(1, n_) * sizeof(T)), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(p_, h.data(), n_ * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
-  }
-  ~Dev() { cudaFree(p_); }
-  T* get() const { return p_; }
-  std::vector<T> Get() const {
-    std::vector<T> h(n_);
-    EXPECT_EQ(cudaMemcpy(h.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
-    return h;
-  }
-
- private:
-  T* p_ = nullptr;
-  size_t n_;
+struct Dev : DeviceArray<T> {
+  explicit Dev(const std::vector<T>& h) { this->Upload(h); }
+  T* get() const { return this->data(); }
+  std::vector<T> Get() const { return this->Download(); }
 };
 
 std::vector<float> Random(size_t n, uint32_t seed, float lo = -2.0f, float hi = 2.0f) {

@@ -281,7 +281,8 @@ int main(int argc, char** argv) {
         p.scale = 1.0f / std::sqrt(static_cast<float>(kDim));
         if (const char* e = std::getenv("BENCH_SPLITS")) p.num_splits = std::atoi(e);  // forced; 0 chooses
         // bench flags (decode_attention.h), e.g. 16: v8 without the ring's l2 prefetch.
-        const int kept_stages = std::getenv("BENCH_STAGES") ? std::atoi(std::getenv("BENCH_STAGES")) : 0;
+        const char* stages_env = std::getenv("BENCH_STAGES");
+        const int kept_stages = stages_env != nullptr ? std::atoi(stages_env) : 0;
         p.bench_skip_stages = kept_stages;
         p.page_stride = static_cast<int64_t>(page_bytes);
         p.layer_offset = 0;

@@ -158,8 +158,7 @@ std::string LaunchRmsNormHalf(const float* x, const int32_t* rows, const float* 
 std::string LaunchRope(float* x, int64_t row_stride, int n, int heads, int head_dim,
                        int rope_half, const int32_t* pos, const float* freqs,
                        cudaStream_t stream) {
-  if (n <= 0) return "";
-  if (rope_half <= 0) return "";
+  if (n <= 0 || rope_half <= 0) return "";
   const int hpb = RopeHeadsPerBlock(rope_half);
   const dim3 grid(n, (heads + hpb - 1) / hpb);
   RopeKernel<<<grid, kThreads, rope_half * sizeof(float2), stream>>>(x, row_stride, heads, head_dim, rope_half, pos,
