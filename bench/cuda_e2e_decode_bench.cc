@@ -9,6 +9,8 @@
 //   [--batch 16] [--ctx 32768] [--short-ctx 256] [--warmup 4] [--steps 32] [--budget-gb 80]
 //   [--gguf PATH] [--sink-tokens 32 (coded caches; fp16 has none)]
 //   [--graphs default|on|off|both (cuda graphs for decode steps; both: a row of each, same cache)]
+//   [--stagger 0|1 (1: sequence j starts j * page_tokens / batch tokens later, so that the
+//   sequences flush pages at different steps, as in serving)]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -42,6 +44,7 @@ struct Args {
   double budget_gb = 80;
   std::string gguf;
   std::string graphs = "default";
+  bool stagger = false;
 };
 
 ModelConfig ShapeFor(const std::string& name) {
@@ -64,8 +67,8 @@ struct Timing {
   double mean_ms = 0, min_ms = 0, max_ms = 0;
 };
 
-// runs warmup + steps decode steps (positions ctx, ctx + 1, ...; page flushes happen as they
-// fall) and times the last `steps`.
+// runs warmup + steps decode steps (positions ctx, ctx + 1, ..., plus the stagger; page
+// flushes happen as they fall) and times the last `steps`.
 Timing TimeSteps(LlamaModel& model, CudaKvCache& cache, const Args& a, int ctx, int pages_per_seq,
                  const std::vector<int32_t>& tables) {
   std::mt19937 rng(7);
@@ -82,7 +85,7 @@ Timing TimeSteps(LlamaModel& model, CudaKvCache& cache, const Args& a, int ctx, 
       f.kv.slot = j;
       f.kv.block_table = tables.data() + size_t(j) * pages_per_seq;
       f.kv.num_blocks = pages_per_seq;
-      f.kv.num_cached = ctx + s;
+      f.kv.num_cached = ctx + s + (a.stagger ? j * cache.spec().page_tokens / a.batch : 0);
     }
     logits.clear();
     const auto t0 = std::chrono::steady_clock::now();
@@ -132,10 +135,11 @@ int RunModel(const std::string& name, const Args& a) {
   const KvShape shape = model.kv_shape();
   std::printf("\n### %s: %d layers, hidden %d, %d q / %d kv heads, head_dim %d, ffn %d, vocab %d"
               " (%s)\n\nbatch %d x context %d, %d timed decode steps after %d warm-up; short "
-              "context %d; kv budget %.0f GB; coded caches keep a %d-token fp16 sink\n\n",
+              "context %d; kv budget %.0f GB; coded caches keep a %d-token fp16 sink%s\n\n",
               name.c_str(), c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads, c.head_dim,
               c.ffn_size, c.vocab_size, a.gguf.empty() ? "random weights" : a.gguf.c_str(),
-              a.batch, a.ctx, a.steps, a.warmup, a.short_ctx, a.budget_gb, a.sink_tokens);
+              a.batch, a.ctx, a.steps, a.warmup, a.short_ctx, a.budget_gb, a.sink_tokens,
+              a.stagger ? "; sequences staggered over a page" : "");
   std::printf("| codec | ms/step | tokens/s | vs fp16 | ms/step at ctx %d | ctx-dependent share |"
               " KV MiB / seq at %d | max seqs in %.0f GB |\n|---|---|---|---|---|---|---|---|\n",
               a.short_ctx, a.ctx, a.budget_gb);
@@ -154,7 +158,7 @@ int RunModel(const std::string& name, const Args& a) {
     }
     const int pages_per_seq =
         std::max(PagesForTokens(probe_spec, a.ctx + a.warmup + a.steps),
-                 PagesForTokens(probe_spec, a.short_ctx + a.warmup + a.steps)) + 1;
+                 PagesForTokens(probe_spec, a.short_ctx + a.warmup + a.steps)) + 2;  // + stagger
     absl::StatusOr<std::unique_ptr<CudaKvCache>> made =
         MakeCache(codec, shape, c.rope_theta, a.batch * pages_per_seq, a.batch, a.sink_tokens);
     if (!made.ok()) {
@@ -213,6 +217,7 @@ int main(int argc, char** argv) {
     else if (k == "--budget-gb") a.budget_gb = std::atof(v.c_str());
     else if (k == "--gguf") a.gguf = v;
     else if (k == "--graphs") a.graphs = v;
+    else if (k == "--stagger") a.stagger = v == "1";
     else {
       std::fprintf(stderr, "unknown flag %s\n", k.c_str());
       return 2;

@@ -34,13 +34,10 @@ void CudaCodedStep::Plan(const CudaKvCache& cache, const std::vector<int32_t>& n
     max_coded_after_sink_ = std::max(max_coded_after_sink_, coded_after_sink[j]);
     start += num_new[j];
   }
-  page_offsets_.resize(page_ids_.size());
-  for (size_t f = 0; f < page_ids_.size(); ++f) {
-    page_offsets_[f] = static_cast<int64_t>(page_ids_[f]) * static_cast<int64_t>(spec.page_bytes);
-  }
   flush.insert(flush.end(), starts.begin(), starts.end());
   flush.insert(flush.end(), coded_after_sink.begin(), coded_after_sink.end());
   flush.insert(flush.end(), sink_lens.begin(), sink_lens.end());
+  flush.insert(flush.end(), page_ids_.begin(), page_ids_.end());
   meta_.UploadAsync(flush, stream);
   page_floats_ = static_cast<size_t>(spec.page_tokens) * cache.shape().num_kv_heads *
                  cache.shape().head_dim;
@@ -83,8 +80,7 @@ void CudaCodedStep::SetDecodeSink(const CudaKvCache& cache, int layer,
 }
 
 void CudaCodedStep::AppendGraphKey(std::vector<int64_t>* key) const {
-  key->insert(key->end(), {batch_, sink_tokens_, page_tokens_, max_coded_after_sink_,
-                           int64_t{sink_writes_}, flush_count(), reinterpret_cast<intptr_t>(meta_.data()),
+  key->insert(key->end(), {batch_, sink_tokens_, page_tokens_, int64_t{sink_writes_}, flush_count(), reinterpret_cast<intptr_t>(meta_.data()),
                            reinterpret_cast<intptr_t>(stage_k_.data()),
                            reinterpret_cast<intptr_t>(stage_v_.data())});
 }

@@ -43,10 +43,9 @@ class CudaCodedStep {
                      int64_t kv_stride, cudaStream_t stream) const;
 
   int flush_count() const { return static_cast<int>(page_ids_.size()); }
-  int32_t flush_page_id(int f) const { return page_ids_[f]; }
-  // (num flushes) byte offset of each flushed page from the pool's base (id * page_bytes), in
-  // host memory, as the batched encoders take them.
-  const int64_t* flush_offsets() const { return page_offsets_.data(); }
+  // (num flushes) page id of each flush in device memory, as the batched encoders take them
+  // (page i's layer slice at pages + layer offset + id * page_bytes).
+  const int32_t* flush_page_ids() const { return meta_.data() + 3 * flush_count() + 3 * batch_; }
   // flush f's gathered page: (page_tokens, H, D) fp32 of fp16-rounded values.
   const float* staged_k(int f) const { return stage_k_.data() + page_floats_ * f; }
   const float* staged_v(int f) const { return stage_v_.data() + page_floats_ * f; }
@@ -68,9 +67,8 @@ class CudaCodedStep {
   bool sink_writes_ = false;  // some new token's position is inside the sink
   size_t page_floats_ = 0;
   std::vector<int32_t> page_ids_;  // (num flushes) page id of each flush
-  std::vector<int64_t> page_offsets_;  // (num flushes) its byte offset
   // flushes (count, 3), step token starts (batch), coded tokens after the sink (batch), sink
-  // tokens held (batch).
+  // tokens held (batch), page ids (count).
   DeviceArray<int32_t> meta_;
   DeviceArray<float> stage_k_, stage_v_;
 };

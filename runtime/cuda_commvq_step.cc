@@ -27,6 +27,21 @@ cuda::CommVqLayerCodec LayerCodec(const CudaKvCache& cache, int layer) {
 
 }  // namespace
 
+cuda::DecodeAttentionParams CudaCommVqStep::DecodeParams(const CudaKvCache& cache, int layer,
+                                                         const CudaCodedStep& coded,
+                                                         cuda::DecodeAttentionParams dp) {
+  const cuda::CommVqLayerCodec codec = LayerCodec(cache, layer);
+  dp.vq_k_codebook = codec.key_books;
+  dp.vq_v_codebook = codec.value_books;
+  dp.vq_k_codebook_head_stride = codec.key_head_stride;
+  dp.vq_v_codebook_head_stride = codec.value_head_stride;
+  dp.commvq_key_rounds = codec.key_rounds;
+  dp.commvq_value_rounds = codec.value_rounds;
+  dp.rope_theta = cache.commvq().rope_theta;
+  coded.SetDecodeSink(cache, layer, &dp);
+  return dp;
+}
+
 std::string CudaCommVqStep::Layer(const CudaKvCache& cache, int layer, const CudaCodedStep& coded,
                                   const cuda::PagedKvStep& step, const float* qkv,
                                   int64_t qkv_stride, const float* kv_pre, int num_heads,
@@ -61,21 +76,15 @@ std::string CudaCommVqStep::Layer(const CudaKvCache& cache, int layer, const Cud
     ep.num_kv_heads = H;
     ep.head_dim = D;
     ep.dst = step.pages + step.layer_offset;
-    err = cuda::LaunchCommVqEncodePages(ep, coded.flush_offsets(), coded.flush_count(), stream);
+    err = cuda::LaunchCommVqEncodePages(ep, coded.flush_page_ids(), step.page_stride,
+                                        coded.flush_count(), stream);
     if (!err.empty()) return err;
   }
   // 2. attention, then the ring appends (k, v after rope; k before rope).
   if (decode) {
     if (err = cuda::LaunchRingAppend(step, k, v, qkv_stride, stream); !err.empty()) return err;
-    dp.vq_k_codebook = codec.key_books;
-    dp.vq_v_codebook = codec.value_books;
-    dp.vq_k_codebook_head_stride = codec.key_head_stride;
-    dp.vq_v_codebook_head_stride = codec.value_head_stride;
-    dp.commvq_key_rounds = codec.key_rounds;
-    dp.commvq_value_rounds = codec.value_rounds;
-    dp.rope_theta = cache.commvq().rope_theta;
-    coded.SetDecodeSink(cache, layer, &dp);
-    err = cuda::LaunchDecodeAttention(cuda::KvPageFormat::kCommVq, dp, stream);
+    err = cuda::LaunchDecodeAttention(cuda::KvPageFormat::kCommVq,
+                                      DecodeParams(cache, layer, coded, dp), stream);
   } else {
     const float scale = 1.0f / std::sqrt(static_cast<float>(D));
     err = cuda::LaunchCommVqPrefillAttention(step, codec, cache.spec().residual_tokens, q,

@@ -31,6 +31,12 @@ class CudaCommVqStep {
   // decode: every sequence has one new token; `dp` then carries the fields the model set
   // (q, out, strides, pages, tables, lengths, ring, workspace). `coded` holds this step's plan.
   // empty string on success.
+  // dp (the model's fields, as for Layer) completed with layer `layer`'s commvq and sink
+  // fields: what Layer's decode launch takes.
+  static cuda::DecodeAttentionParams DecodeParams(const CudaKvCache& cache, int layer,
+                                                  const CudaCodedStep& coded,
+                                                  cuda::DecodeAttentionParams dp);
+
   std::string Layer(const CudaKvCache& cache, int layer, const CudaCodedStep& coded,
                     const cuda::PagedKvStep& step, const float* qkv, int64_t qkv_stride,
                     const float* kv_pre, int num_heads, float* att, int64_t att_stride,

@@ -9,6 +9,14 @@
 
 namespace vqserve {
 
+cuda::DecodeAttentionParams KiviDecodeParams(const CudaKvCache& cache, int layer,
+                                             const CudaCodedStep& coded,
+                                             cuda::DecodeAttentionParams dp) {
+  dp.kivi_bits = cache.kivi_bits();
+  coded.SetDecodeSink(cache, layer, &dp);
+  return dp;
+}
+
 std::string CudaKiviLayer(const CudaKvCache& cache, int layer, const CudaCodedStep& coded,
                           const cuda::PagedKvStep& step, const float* qkv, int64_t qkv_stride,
                           int num_heads, float* att, int64_t att_stride, bool decode,
@@ -21,22 +29,23 @@ std::string CudaKiviLayer(const CudaKvCache& cache, int layer, const CudaCodedSt
   // 1. sink rows, then the pages due this step: gathered and encoded.
   std::string err = coded.SinkAndGather(step, k, v, qkv_stride, stream);
   if (!err.empty()) return err;
-  for (int f = 0; f < coded.flush_count(); ++f) {
+  if (coded.flush_count() > 0) {  // every page due, in one launch
     cuda::KiviEncodeParams ep;
-    ep.k = coded.staged_k(f);
-    ep.v = coded.staged_v(f);
+    ep.k = coded.staged_k(0);
+    ep.v = coded.staged_v(0);
     ep.bits = cache.kivi_bits();
     ep.num_kv_heads = H;
     ep.head_dim = D;
-    ep.dst = step.pages + coded.flush_page_id(f) * step.page_stride + step.layer_offset;
-    if (err = cuda::LaunchKiviEncodePage(ep, stream); !err.empty()) return err;
+    ep.dst = step.pages + step.layer_offset;
+    err = cuda::LaunchKiviEncodePages(ep, coded.flush_page_ids(), step.page_stride,
+                                      coded.flush_count(), stream);
+    if (!err.empty()) return err;
   }
   if (decode) {
     // 2. ring append, then the fused kivi decode kernel over sink + codes + ring.
     if (err = cuda::LaunchRingAppend(step, k, v, qkv_stride, stream); !err.empty()) return err;
-    dp.kivi_bits = cache.kivi_bits();
-    coded.SetDecodeSink(cache, layer, &dp);
-    return cuda::LaunchDecodeAttention(cuda::KvPageFormat::kKivi, dp, stream);
+    return cuda::LaunchDecodeAttention(cuda::KvPageFormat::kKivi,
+                                       KiviDecodeParams(cache, layer, coded, dp), stream);
   }
   // 2. attention over sink, codes, old ring rows and new rows, then the ring append.
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));

@@ -25,6 +25,12 @@ namespace vqserve {
 // decode: every sequence has one new token; `dp` then carries the fp16 fields the model set
 // (q, out, strides, pages, tables, lengths, ring, workspace). `coded` holds this step's plan.
 // empty string on success.
+// dp (the model's fields, as for CudaKiviLayer) completed with layer `layer`'s kivi and sink
+// fields: what CudaKiviLayer's decode launch takes.
+cuda::DecodeAttentionParams KiviDecodeParams(const CudaKvCache& cache, int layer,
+                                             const CudaCodedStep& coded,
+                                             cuda::DecodeAttentionParams dp);
+
 std::string CudaKiviLayer(const CudaKvCache& cache, int layer, const CudaCodedStep& coded,
                           const cuda::PagedKvStep& step, const float* qkv, int64_t qkv_stride,
                           int num_heads, float* att, int64_t att_stride, bool decode,

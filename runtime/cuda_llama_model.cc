@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -276,6 +277,9 @@ void CudaLlamaModel::ForwardOneCache(std::span<const ForwardSeq> batch,
     stride = std::max(stride, s.kv.num_blocks);
   }
   if (n == 0) return;
+  // block tables padded to a power of two: the stride (baked into a cuda graph's launches) then
+  // changes only when a sequence's table doubles.
+  stride = static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::max(stride, 1))));
   const int b_count = static_cast<int>(seqs.size());
   const KvCacheSpec& spec = cache->spec();
   std::vector<int32_t> ids, tok_seq, tok_pos, rows;
@@ -468,11 +472,21 @@ void CudaLlamaModel::ForwardOneCache(std::span<const ForwardSeq> batch,
       Gemm(xn_.data(), lm_head_.data(), logits_.data(), r, hid, c.vocab_size, false);
     }
   };  // launches
-  // a decode step without page flushes: key = every host value and pointer baked into launches.
-  if (use_graphs_ && all_single && max_flush == 0 && (!coded || coded_.flush_count() == 0)) {
+  // a decode step: key = every host value and pointer baked into launches. the lengths are
+  // read on the device, so what max_coded changes is only the decode split count (the same in
+  // every layer) and a step flushing pages differs only in the flush count.
+  if (use_graphs_ && all_single) {
     const CudaVecInferConstants& vc = cache->vecinfer();
     const CudaCommVqConstants& cq = cache->commvq();
-    std::vector<int64_t> key = {n, b_count, stride, r, max_coded, int64_t(cache->format()),
+    const int splits =
+        vecinfer ? cuda::ChooseDecodeSplits(cuda::KvPageFormat::kVecInfer,
+                                            vecinfer_.DecodeParams(*cache, 0, coded_, dp))
+        : kivi   ? cuda::ChooseDecodeSplits(cuda::KvPageFormat::kKivi,
+                                            KiviDecodeParams(*cache, 0, coded_, dp))
+        : commvq ? cuda::ChooseDecodeSplits(cuda::KvPageFormat::kCommVq,
+                                            CudaCommVqStep::DecodeParams(*cache, 0, coded_, dp))
+                 : cuda::ChooseDecodeSplits(cuda::KvPageFormat::kFp16, dp);
+    std::vector<int64_t> key = {n, b_count, stride, r, splits, max_flush, int64_t(cache->format()),
                                 spec.page_tokens, spec.sink_tokens, int64_t(spec.page_bytes),
                                 cache->ring_slot_stride(), cache->ring_tokens(),
                                 cache->sink_slot_stride(), cache->kivi_bits(), vc.k_sub_dim,

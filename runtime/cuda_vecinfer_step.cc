@@ -33,6 +33,27 @@ cuda::VecInferLayerCodec LayerCodec(const CudaKvCache& cache, int layer) {
 
 }  // namespace
 
+cuda::DecodeAttentionParams CudaVecInferStep::DecodeParams(const CudaKvCache& cache, int layer,
+                                                           const CudaCodedStep& coded,
+                                                           cuda::DecodeAttentionParams dp) const {
+  const cuda::VecInferLayerCodec codec = LayerCodec(cache, layer);
+  dp.q_tilde = q_tilde_.data();
+  dp.vq_k_codebook = codec.k_codebook;
+  dp.vq_v_codebook = codec.v_codebook;
+  dp.vq_k_codebook_head_stride = codec.k_codebook_head_stride;
+  dp.vq_v_codebook_head_stride = codec.v_codebook_head_stride;
+  dp.vq_k_sub_dim = codec.k_sub_dim;
+  dp.vq_v_sub_dim = codec.v_sub_dim;
+  dp.vq_k_code_bits = codec.k_code_bits;
+  dp.vq_v_code_bits = codec.v_code_bits;
+  if (const uint16_t* hv = cache.vecinfer().v_centroids_f16; hv != nullptr) {  // same offsets as the fp32 books
+    dp.vq_v_codebook_f16 = hv + (codec.v_codebook - cache.vecinfer().v_centroids);
+    dp.vq_k_codebook_f16 = cache.vecinfer().k_centroids_f16 + (codec.k_codebook - cache.vecinfer().k_centroids);
+  }
+  coded.SetDecodeSink(cache, layer, &dp);
+  return dp;
+}
+
 std::string CudaVecInferStep::Layer(const CudaKvCache& cache, int layer,
                                     const CudaCodedStep& coded, const cuda::PagedKvStep& step,
                                     const float* qkv, int64_t qkv_stride, int num_heads,
@@ -65,7 +86,8 @@ std::string CudaVecInferStep::Layer(const CudaKvCache& cache, int layer,
     ep.num_kv_heads = H;
     ep.head_dim = D;
     ep.dst = step.pages + step.layer_offset;
-    err = cuda::LaunchVecInferEncodePages(ep, coded.flush_offsets(), coded.flush_count(), stream);
+    err = cuda::LaunchVecInferEncodePages(ep, coded.flush_page_ids(), step.page_stride,
+                                          coded.flush_count(), stream);
     if (!err.empty()) return err;
   }
   // 2. q~ = H (q * lambda), laid out as q.
@@ -77,21 +99,8 @@ std::string CudaVecInferStep::Layer(const CudaKvCache& cache, int layer,
   if (decode) {
     // 3. ring append, then the fused decode kernel over codes + ring.
     if (err = cuda::LaunchRingAppend(step, k, v, qkv_stride, stream); !err.empty()) return err;
-    dp.q_tilde = q_tilde_.data();
-    dp.vq_k_codebook = codec.k_codebook;
-    dp.vq_v_codebook = codec.v_codebook;
-    dp.vq_k_codebook_head_stride = codec.k_codebook_head_stride;
-    dp.vq_v_codebook_head_stride = codec.v_codebook_head_stride;
-    dp.vq_k_sub_dim = codec.k_sub_dim;
-    dp.vq_v_sub_dim = codec.v_sub_dim;
-    dp.vq_k_code_bits = codec.k_code_bits;
-    dp.vq_v_code_bits = codec.v_code_bits;
-    if (const uint16_t* hv = cache.vecinfer().v_centroids_f16; hv != nullptr) {  // same offsets as the fp32 books
-      dp.vq_v_codebook_f16 = hv + (codec.v_codebook - cache.vecinfer().v_centroids);
-      dp.vq_k_codebook_f16 = cache.vecinfer().k_centroids_f16 + (codec.k_codebook - cache.vecinfer().k_centroids);
-    }
-    coded.SetDecodeSink(cache, layer, &dp);
-    return cuda::LaunchDecodeAttention(cuda::KvPageFormat::kVecInfer, dp, stream);
+    return cuda::LaunchDecodeAttention(cuda::KvPageFormat::kVecInfer,
+                                       DecodeParams(cache, layer, coded, dp), stream);
   }
   // 3. attention over codes, old ring rows and new rows, then the ring append.
   err = cuda::LaunchVecInferPrefillAttention(step, codec, cache.spec().residual_tokens, q,

@@ -34,6 +34,12 @@ class CudaVecInferStep {
                     int num_heads, float* att, int64_t att_stride, bool decode,
                     cuda::DecodeAttentionParams dp, cudaStream_t stream);
 
+  // dp (the model's fields, as for Layer) completed with layer `layer`'s vecinfer and sink
+  // fields: what Layer's decode launch takes (q_tilde as grown by the last Layer).
+  cuda::DecodeAttentionParams DecodeParams(const CudaKvCache& cache, int layer,
+                                           const CudaCodedStep& coded,
+                                           cuda::DecodeAttentionParams dp) const;
+
   // the query buffer the step's launches write (part of a cuda graph key; grown by Layer).
   const float* q_tilde() const { return q_tilde_.data(); }
 

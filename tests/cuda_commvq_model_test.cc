@@ -161,7 +161,15 @@ TEST(CudaCommVqEncode, MatchesCpuEncodePage) {
       ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dd), got.size()), cudaSuccess);
       ASSERT_EQ(cudaMemset(dd, 0xAB, got.size()), cudaSuccess);  // poison: every byte is written
       std::vector<int64_t> offsets(kPages);
-      for (int p = 0; p < kPages; ++p) offsets[p] = static_cast<int64_t>(kPages - 1 - p) * bytes;
+      std::vector<int32_t> ids(kPages);  // the pages in reverse order
+      for (int p = 0; p < kPages; ++p) {
+        ids[p] = kPages - 1 - p;
+        offsets[p] = static_cast<int64_t>(ids[p]) * bytes;
+      }
+      int32_t* d_ids = nullptr;
+      ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_ids), kPages * sizeof(int32_t)), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(d_ids, ids.data(), kPages * sizeof(int32_t), cudaMemcpyHostToDevice),
+                cudaSuccess);
       cuda::CommVqEncodeParams ep;
       ep.k = dk;
       ep.v = dv;
@@ -174,8 +182,9 @@ TEST(CudaCommVqEncode, MatchesCpuEncodePage) {
       ep.num_kv_heads = H;
       ep.head_dim = D;
       ep.dst = dd;
-      ASSERT_EQ(cuda::LaunchCommVqEncodePages(ep, offsets.data(), kPages, nullptr), "");
+      ASSERT_EQ(cuda::LaunchCommVqEncodePages(ep, d_ids, static_cast<int64_t>(bytes), kPages, nullptr), "");
       ASSERT_EQ(cudaMemcpy(got.data(), dd, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+      cudaFree(d_ids);
       cudaFree(dk);
       cudaFree(dv);
       cudaFree(dd);

@@ -1,9 +1,10 @@
 // cuda graphs for decode steps (runtime/cuda_graph_cache.h): three sequences of different
 // prompt lengths, prefilled, then decoded greedily together for 210 steps (crossing page
-// flushes of every sequence, which run eagerly between graph replays), give the same tokens and
+// flushes of every sequence at different steps, which replay graphs too), give the same tokens and
 // logits with graphs as without (bitwise; commvq within 1e-3 of the logit range, its decode
 // kernel's atomics being order-dependent), over fp16, kivi-k2v2, vecinfer-k2v2 (sink 0 and 32)
-// and commvq-2 (sink 32) kv caches, and most steps replayed a graph. skips itself without a cuda
+// and commvq-2 (sink 32) kv caches, and all steps but the first sight and capture of each graph
+// key replayed one. skips itself without a cuda
 // device, the model (VQSERVE_MODEL) or, for vecinfer / commvq, an artifact for it (VQSERVE_VQCB /
 // VQSERVE_CVQCB, else tests/util CodebookPath).
 #include <gtest/gtest.h>
@@ -138,7 +139,9 @@ TEST_P(CudaGraphTest, DecodeWithGraphsEqualsEager) {
   ASSERT_TRUE(SetCudaGraphs(*model_, true));
   const Decoded graph = Decode(*model_, *graph_cache, prompts_, pages_per_seq);
   const int64_t replays = CudaGraphReplays(*model_) - replays0;
-  EXPECT_GE(replays, kSteps / 2) << "most decode steps replay a graph";
+  // keys: the decode split count (stable past a few hundred tokens) times flush or no flush;
+  // each is run eagerly once and captured once. before flush steps replayed, 177-180 did.
+  EXPECT_GE(replays, kSteps - 20) << "decode steps, flushing or not, replay a graph";
   ASSERT_EQ(eager.logits.size(), graph.logits.size());
   int equal = 0;
   for (size_t i = 0; i < eager.tokens.size(); ++i) equal += eager.tokens[i] == graph.tokens[i];

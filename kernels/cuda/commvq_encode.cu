@@ -19,8 +19,10 @@ constexpr int kCodes = kE * kE;  // (A, B) candidates
 constexpr int kKeyThreads = 256;
 constexpr int kArgminLanes = kKeyThreads / kP;  // threads per token in the argmin
 
-struct PageOffsets {
-  int64_t at[kMaxCommVqEncodePages];
+// where page f of a launch goes: dst + ids[f] * bytes (ids in device memory).
+struct PageIds {
+  const int32_t* ids;
+  int64_t bytes;
 };
 
 // the cpu's avx2 Dot (runtime/commvq_math.cc) of n floats, n a multiple of 16: lanes l of two
@@ -53,7 +55,7 @@ __device__ float AvxOrderDot(int n, El el) {
 // smem (floats): ent [64][2g + 1] (this round's entries over the group, padded rows),
 // base [4096], norms [64], z [32][2g], two_u [32][128], inv [32]; codes [32] u32.
 __global__ void __launch_bounds__(kKeyThreads) CommVqEncodeKeysKernel(const CommVqEncodeParams p,
-                                                                     const PageOffsets offsets) {
+                                                                     const PageIds pages) {
   extern __shared__ float smem[];
   const int f = blockIdx.x, h = blockIdx.y, gi = blockIdx.z, tid = threadIdx.x;
   const int D = p.head_dim, H = p.num_kv_heads, half = D / 2, G = gridDim.z, g = half / G;
@@ -65,7 +67,7 @@ __global__ void __launch_bounds__(kKeyThreads) CommVqEncodeKeysKernel(const Comm
   float* two_u = z + kP * w;
   float* inv = two_u + kP * 2 * kE;
   uint32_t* codes = reinterpret_cast<uint32_t*>(inv + kP);
-  uint8_t* slice = p.dst + offsets.at[f];
+  uint8_t* slice = p.dst + pages.ids[f] * pages.bytes;
   const float* kpage = p.k + static_cast<int64_t>(f) * kP * H * D;
 
   // per-token norm in float64 (sequential, as the cpu), its fp16 scale and the fp32 reciprocal.
@@ -176,7 +178,7 @@ __global__ void __launch_bounds__(kKeyThreads) CommVqEncodeKeysKernel(const Comm
 
 // values of one (page, kv head): grid (pages, H), 32 * (D / 8) threads, thread (m, t) coding
 // token t's sub-vector m over the value rounds (squared l2 summed as the cpu's avx2 lanes).
-__global__ void CommVqEncodeValuesKernel(const CommVqEncodeParams p, const PageOffsets offsets,
+__global__ void CommVqEncodeValuesKernel(const CommVqEncodeParams p, const PageIds pages,
                                          int groups) {
   const int f = blockIdx.x, h = blockIdx.y, t = threadIdx.x % kP, m = threadIdx.x / kP;
   const int D = p.head_dim, H = p.num_kv_heads, M = D / 8, RV = p.value_rounds;
@@ -184,7 +186,7 @@ __global__ void CommVqEncodeValuesKernel(const CommVqEncodeParams p, const PageO
   float x[8];
 #pragma unroll
   for (int e = 0; e < 8; ++e) x[e] = vt[e];
-  uint8_t* slice = p.dst + offsets.at[f];
+  uint8_t* slice = p.dst + pages.ids[f] * pages.bytes;
   const int64_t vcodes = int64_t{2} * H * kP + int64_t{3} * H * groups * p.key_rounds * kP / 2;
   const float* books = p.value_books + h * p.value_head_stride;
   for (int r = 0; r < RV; ++r) {
@@ -222,12 +224,13 @@ int GroupPairs(int head_dim) {
 
 }  // namespace
 
-std::string LaunchCommVqEncodePages(const CommVqEncodeParams& p, const int64_t* dst_offsets,
-                                    int count, cudaStream_t stream) {
+std::string LaunchCommVqEncodePages(const CommVqEncodeParams& p, const int32_t* page_ids,
+                                    int64_t page_bytes, int count, cudaStream_t stream) {
   const int D = p.head_dim;
   if (D != 64 && D != 128) return "commvq encode: head_dim must be 64 or 128";
   if (p.k == nullptr || p.v == nullptr || p.key_books == nullptr || p.value_books == nullptr ||
-      p.dst == nullptr || p.num_kv_heads <= 0 || p.key_rounds < 1 || p.value_rounds < 1) {
+      p.dst == nullptr || p.num_kv_heads <= 0 || p.key_rounds < 1 || p.value_rounds < 1 ||
+      (page_ids == nullptr && count > 0)) {
     return "commvq encode: missing inputs";
   }
   if (count <= 0) return "";
@@ -240,21 +243,13 @@ std::string LaunchCommVqEncodePages(const CommVqEncodeParams& p, const int64_t* 
         CommVqEncodeKeysKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(key_smem)));
     configured = key_smem;
   }
-  const int64_t page_floats = static_cast<int64_t>(kP) * p.num_kv_heads * D;
-  for (int first = 0; first < count; first += kMaxCommVqEncodePages) {
-    const int n = std::min(count - first, kMaxCommVqEncodePages);
-    PageOffsets offsets;
-    for (int i = 0; i < n; ++i) offsets.at[i] = dst_offsets[first + i];
-    CommVqEncodeParams chunk = p;
-    chunk.k += first * page_floats;
-    chunk.v += first * page_floats;
-    CommVqEncodeKeysKernel<<<dim3(n, p.num_kv_heads, groups), kKeyThreads, key_smem, stream>>>(
-        chunk, offsets);
-    VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
-    CommVqEncodeValuesKernel<<<dim3(n, p.num_kv_heads), kP * (D / 8), 0, stream>>>(chunk, offsets,
-                                                                                 groups);
-    VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
-  }
+  const PageIds pages{page_ids, page_bytes};
+  CommVqEncodeKeysKernel<<<dim3(count, p.num_kv_heads, groups), kKeyThreads, key_smem, stream>>>(
+      p, pages);
+  VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  CommVqEncodeValuesKernel<<<dim3(count, p.num_kv_heads), kP * (D / 8), 0, stream>>>(p, pages,
+                                                                                   groups);
+  VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return "";
 }
 

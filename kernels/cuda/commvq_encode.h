@@ -27,17 +27,15 @@ struct CommVqEncodeParams {
   int value_rounds = 0;
   int num_kv_heads = 0;
   int head_dim = 0;      // 64 or 128
-  uint8_t* dst = nullptr;  // base of the pages' layer slices (see dst_offsets)
+  uint8_t* dst = nullptr;  // base of the pages' layer slices (see LaunchCommVqEncodePages)
 };
 
-// pages per kernel launch of LaunchCommVqEncodePages (more take several launches).
-inline constexpr int kMaxCommVqEncodePages = 128;
-
 // encodes `count` pages: page i's rows at params.k / params.v + i * 32 * num_kv_heads *
-// head_dim floats, its layer slice at params.dst + dst_offsets[i] bytes (dst_offsets in host
-// memory). empty string on success.
-std::string LaunchCommVqEncodePages(const CommVqEncodeParams& params, const int64_t* dst_offsets,
-                                    int count, cudaStream_t stream);
+// head_dim floats, its layer slice at params.dst + page_ids[i] * page_bytes bytes. page_ids is
+// in device memory and read by the kernels, so a captured cuda graph replays with the ids of its
+// step. empty string on success.
+std::string LaunchCommVqEncodePages(const CommVqEncodeParams& params, const int32_t* page_ids,
+                                    int64_t page_bytes, int count, cudaStream_t stream);
 
 }  // namespace vqserve::cuda
 

@@ -40,11 +40,17 @@ __device__ void QuantizeGroup32(const float* x, int64_t stride, int bits, __half
   }
 }
 
-// grid (num_kv_heads), kThreads threads: first a thread per key channel, then per (token, value
-// group).
-__global__ void KiviEncodeKernel(const KiviEncodeParams p) {
+// grid (num_kv_heads, pages), kThreads threads: first a thread per key channel, then per
+// (token, value group). page y reads rows at p.k / p.v + y * 32 * H * D and writes at p.dst +
+// page_ids[y] * page_bytes (p.dst itself when page_ids is null).
+__global__ void KiviEncodeKernel(KiviEncodeParams p, const int32_t* page_ids, int64_t page_bytes) {
   const int h = blockIdx.x, H = p.num_kv_heads, D = p.head_dim, ng = D / kGroup;
   const int64_t row = static_cast<int64_t>(H) * D;
+  if (page_ids != nullptr) {
+    p.k += blockIdx.y * kGroup * row;
+    p.v += blockIdx.y * kGroup * row;
+    p.dst += page_ids[blockIdx.y] * page_bytes;
+  }
   __half* kmin = reinterpret_cast<__half*>(p.dst);
   __half* kscale = kmin + H * D;
   __half* vmin = kscale + H * D;
@@ -71,14 +77,38 @@ int64_t KiviLayerPageBytes(int bits, int num_kv_heads, int head_dim) {
   return 4 * H * D + 4 * H * P * ng + H * D * P * bits / 8 + H * P * D * bits / 8;
 }
 
-std::string LaunchKiviEncodePage(const KiviEncodeParams& p, cudaStream_t stream) {
+namespace {
+
+std::string Launch(const KiviEncodeParams& p, const int32_t* page_ids, int64_t page_bytes,
+                   int count, cudaStream_t stream) {
   if (p.bits != 2 && p.bits != 4) return "kivi encode: bits must be 2 or 4";
   if (p.head_dim <= 0 || p.head_dim % kGroup != 0 || p.num_kv_heads <= 0) {
     return "kivi encode: head_dim must be a multiple of 32";
   }
-  KiviEncodeKernel<<<p.num_kv_heads, kThreads, 0, stream>>>(p);
-  VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  constexpr int kMaxGridY = 65535;
+  const int64_t page_floats = static_cast<int64_t>(kGroup) * p.num_kv_heads * p.head_dim;
+  for (int first = 0; first < count; first += kMaxGridY) {
+    KiviEncodeParams chunk = p;
+    chunk.k += first * page_floats;
+    chunk.v += first * page_floats;
+    const int n = count - first < kMaxGridY ? count - first : kMaxGridY;
+    KiviEncodeKernel<<<dim3(p.num_kv_heads, n), kThreads, 0, stream>>>(
+        chunk, page_ids == nullptr ? nullptr : page_ids + first, page_bytes);
+    VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  }
   return "";
+}
+
+}  // namespace
+
+std::string LaunchKiviEncodePage(const KiviEncodeParams& p, cudaStream_t stream) {
+  return Launch(p, nullptr, 0, 1, stream);
+}
+
+std::string LaunchKiviEncodePages(const KiviEncodeParams& p, const int32_t* page_ids,
+                                  int64_t page_bytes, int count, cudaStream_t stream) {
+  if (page_ids == nullptr && count > 0) return "kivi encode: page ids are required";
+  return Launch(p, page_ids, page_bytes, count, stream);
 }
 
 }  // namespace vqserve::cuda

@@ -31,6 +31,12 @@ int64_t KiviLayerPageBytes(int bits, int num_kv_heads, int head_dim);
 // encodes one page (32 tokens); empty string on success.
 std::string LaunchKiviEncodePage(const KiviEncodeParams& params, cudaStream_t stream);
 
+// encodes `count` pages: page i's rows at params.k / params.v + i * 32 * num_kv_heads * head_dim
+// floats, its layer slice at params.dst + page_ids[i] * page_bytes. page_ids is in device
+// memory and read by the kernel, so a captured cuda graph replays with the ids of its step.
+std::string LaunchKiviEncodePages(const KiviEncodeParams& params, const int32_t* page_ids,
+                                  int64_t page_bytes, int count, cudaStream_t stream);
+
 }  // namespace vqserve::cuda
 
 #endif  // VQSERVE_KERNELS_CUDA_KIVI_ENCODE_H_

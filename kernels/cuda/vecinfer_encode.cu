@@ -65,15 +65,11 @@ __device__ void EncodeRow(const float* x, const float* book, int d, int m, int b
   __syncthreads();
 }
 
-// byte offsets from params.dst of the pages of one launch.
-struct PageOffsets {
-  int64_t at[kMaxEncodePagesPerLaunch];
-};
-
 // grid (32 tokens, kv heads, pages), 128 threads; smem: x (head_dim floats), then codes
 // (head_dim / 2 ints). page z reads rows at p.k / p.v + z * 32 * H * D and writes at p.dst +
-// offsets.at[z].
-__global__ void VecInferEncodeKernel(VecInferEncodeParams p, const PageOffsets offsets) {
+// page_ids[z] * page_bytes (p.dst itself when page_ids is null).
+__global__ void VecInferEncodeKernel(VecInferEncodeParams p, const int32_t* page_ids,
+                                     int64_t page_bytes) {
   extern __shared__ float x[];
   int* codes = reinterpret_cast<int*>(x + p.head_dim);
   const int t = blockIdx.x, h = blockIdx.y, H = p.num_kv_heads, D = p.head_dim;
@@ -82,7 +78,7 @@ __global__ void VecInferEncodeKernel(VecInferEncodeParams p, const PageOffsets o
   const int64_t page_floats = static_cast<int64_t>(kPageTokens) * H * D;
   p.k += blockIdx.z * page_floats;
   p.v += blockIdx.z * page_floats;
-  p.dst += offsets.at[blockIdx.z];
+  if (page_ids != nullptr) p.dst += page_ids[blockIdx.z] * page_bytes;
   const float* kin = p.k + (static_cast<int64_t>(t) * H + h) * D;
   for (int i = tid; i < D; i += kThreads) x[i] = kin[i] / p.lambda[h * D + i];
   if (p.hadamard) {
@@ -113,8 +109,8 @@ __global__ void VecInferEncodeKernel(VecInferEncodeParams p, const PageOffsets o
 
 }  // namespace
 
-std::string LaunchVecInferEncodePages(const VecInferEncodeParams& p, const int64_t* dst_offsets,
-                                      int count, cudaStream_t stream) {
+std::string LaunchVecInferEncodePages(const VecInferEncodeParams& p, const int32_t* page_ids,
+                                      int64_t page_bytes, int count, cudaStream_t stream) {
   const int D = p.head_dim;
   if (D <= 0 || D > 256 || (D & (D - 1)) != 0) return "vecinfer encode: head_dim must be a power of two <= 256";
   for (int d : {p.k_sub_dim, p.v_sub_dim}) {
@@ -127,24 +123,24 @@ std::string LaunchVecInferEncodePages(const VecInferEncodeParams& p, const int64
       p.v_codebook == nullptr || p.dst == nullptr || p.num_kv_heads <= 0) {
     return "vecinfer encode: missing inputs";
   }
+  if (page_ids == nullptr && count > 1) return "vecinfer encode: page ids are required";
+  constexpr int kMaxGridZ = 65535;
   const int64_t page_floats = static_cast<int64_t>(kPageTokens) * p.num_kv_heads * D;
-  for (int first = 0; first < count; first += kMaxEncodePagesPerLaunch) {
-    const int n = std::min(count - first, kMaxEncodePagesPerLaunch);
-    PageOffsets offsets;
-    for (int i = 0; i < n; ++i) offsets.at[i] = dst_offsets[first + i];
+  for (int first = 0; first < count; first += kMaxGridZ) {
+    const int n = std::min(count - first, kMaxGridZ);
     VecInferEncodeParams chunk = p;
     chunk.k += first * page_floats;
     chunk.v += first * page_floats;
     VecInferEncodeKernel<<<dim3(kPageTokens, p.num_kv_heads, n), kThreads,
-                           D * sizeof(float) + D / 2 * sizeof(int), stream>>>(chunk, offsets);
+                           D * sizeof(float) + D / 2 * sizeof(int), stream>>>(
+        chunk, page_ids == nullptr ? nullptr : page_ids + first, page_bytes);
     VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   }
   return "";
 }
 
 std::string LaunchVecInferEncodePage(const VecInferEncodeParams& p, cudaStream_t stream) {
-  const int64_t at_dst = 0;
-  return LaunchVecInferEncodePages(p, &at_dst, 1, stream);
+  return LaunchVecInferEncodePages(p, nullptr, 0, 1, stream);
 }
 
 }  // namespace vqserve::cuda

@@ -36,13 +36,12 @@ struct VecInferEncodeParams {
 // encodes one page (32 tokens); empty string on success.
 std::string LaunchVecInferEncodePage(const VecInferEncodeParams& params, cudaStream_t stream);
 
-// pages per kernel launch of LaunchVecInferEncodePages (more take several launches).
-inline constexpr int kMaxEncodePagesPerLaunch = 128;
-
 // encodes `count` pages at once: page i's rows at params.k / params.v + i * 32 * num_kv_heads *
-// head_dim floats, its codes to params.dst + dst_offsets[i] bytes (dst_offsets in host memory).
-std::string LaunchVecInferEncodePages(const VecInferEncodeParams& params,
-                                      const int64_t* dst_offsets, int count, cudaStream_t stream);
+// head_dim floats, its codes to params.dst + page_ids[i] * page_bytes bytes. page_ids is in
+// device memory and read by the kernel, so a captured cuda graph replays with the ids of its
+// step; it may be null for one page, written at params.dst.
+std::string LaunchVecInferEncodePages(const VecInferEncodeParams& params, const int32_t* page_ids,
+                                      int64_t page_bytes, int count, cudaStream_t stream);
 
 }  // namespace vqserve::cuda
 
