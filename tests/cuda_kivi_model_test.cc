@@ -53,6 +53,11 @@ constexpr double kTieMargin = 0.1;  // a different pick within this cpu lead is 
 // one prefill step (fp32 multi-token kernel) vs token-by-token decode (the staged fp16 kernel):
 // 0.03 % on the 2-block model, 3.0 % on the full model (runFM).
 constexpr double kChunkRelTolerance = 0.04;
+// a teacher-forced pick of the token-by-token run that differs from the whole-prompt run's is
+// a tie when the whole run's lead over it is below this (logits): on the full model the two
+// paths' logits differ by up to 1.3, and kivi-k2v2 with the sink flips step 33, a lead of 0.24
+// (runS16e, runS16f; session 15's code too).
+constexpr double kChunkTieMargin = 0.5;
 
 TEST(CudaKiviCodec, TheGpuHoldsKivi) {
   for (const char* name : {"kivi-k2v2", "kivi-k4v4"}) {
@@ -200,8 +205,21 @@ void CudaKiviModelTest::ChunkedEqualsWhole(const std::string& name, int sink) {
                      &picks_a, &picks_b);
   auto chunk64 = RunSeq(*gpu_, *cache, 2, 2 * pages_per_seq_, pages_per_seq_, prompt, 64, kSteps,
                         &picks_a, &picks_c);
-  EXPECT_EQ(picks_a, picks_b);
-  EXPECT_EQ(picks_a, picks_c);
+  int ties = 0;
+  for (size_t s = 0; s < picks_a.size(); ++s) {  // teacher-forced picks: a flip is a near-tie
+    const std::vector<float>& w = whole[s];
+    for (const std::vector<int32_t>* picks : {&picks_b, &picks_c}) {
+      const int32_t got = (*picks)[s];
+      if (got == picks_a[s]) continue;
+      const double lead = w[picks_a[s]] - w[got];
+      std::printf("[%s sink %d gpu] step %zu: whole-prompt pick %d, %s pick %d (lead %.4f)\n",
+                  name.c_str(), sink, s, picks_a[s], picks == &picks_b ? "single-token" : "chunked",
+                  got, lead);
+      EXPECT_LT(lead, kChunkTieMargin) << "step " << s << ": not a near-tie";
+      ++ties;
+    }
+  }
+  EXPECT_LE(ties, 2) << "more than two near-ties in " << picks_a.size() << " steps";
   double range = 0.0;
   const double d1 = MaxDiff(whole, ones, &range);
   const double d64 = MaxDiff(whole, chunk64, &range);

@@ -14,7 +14,7 @@
 #     generate = `vqserve generate` per codec on cuda and cpu; serve = `vqserve serve --device
 #     cuda` and `--device cpu` per codec, greedy answers side by side; e2e = cuda_e2e_decode_bench
 #     per codec on the real weights (batch 16 x 32K) and on the llama-3.1-8b shape (random
-#     weights). logs go to $OUT.
+#     weights), E2E_ARGS appended (e.g. "--stagger 1"). logs go to $OUT.
 set -o pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" /tmp/keep
@@ -131,11 +131,11 @@ if [[ " $WHAT " == *" e2e "* ]]; then
     CODECS=${E2E_CODECS:-fp16,kivi-k2v2,vecinfer-k2v2,vecinfer-k1v1,commvq-2,commvq-1}
     echo "== cuda_e2e_decode_bench --gguf (the default model's real weights), batch 16 x 32K"
     $B/cuda_e2e_decode_bench --gguf $M --models smollm2 --codecs $CODECS --batch 16 --ctx 32768 \
-      --steps 64 --warmup 8
+      --steps 64 --warmup 8 ${E2E_ARGS:-}
     echo "exit: $?"
     echo "== cuda_e2e_decode_bench llama8b shape (random weights), batch 16 x 32K"
     $B/cuda_e2e_decode_bench --models llama8b --codecs $CODECS --batch 16 --ctx 32768 \
-      --steps 32 --warmup 8
+      --steps 32 --warmup 8 ${E2E_ARGS:-}
     echo "exit: $?"
   } 2>&1 | tee "$OUT/e2e.log"
 fi

@@ -20,19 +20,22 @@ __device__ inline uint16_t* PageElem(const PagedKvStep& s, int b, int pos, bool 
   return slice + head_rows * s.head_dim + i;
 }
 
-// grid (batch), kThreads threads: ring rows -> pages for the completed pages' older tokens.
+// grid (batch, rows), kThreads threads: ring rows -> pages for the completed pages' older
+// tokens of sequence blockIdx.x, row j of them in block (b, j % rows), a thread per (kv head,
+// dim) element.
 __global__ void PagedKvFlushKernel(const PagedKvStep s) {
   const int b = blockIdx.x;
   const int first = s.coded_before[b];
   const int last = min(s.num_cached[b], s.coded_after[b]);
   const int row = s.num_kv_heads * s.head_dim;
   const int64_t slot = s.slots[b];
-  for (int64_t j = threadIdx.x; j < static_cast<int64_t>(last - first) * row; j += blockDim.x) {
-    const int pos = first + static_cast<int>(j / row);
-    const int e = static_cast<int>(j % row), h = e / s.head_dim, i = e % s.head_dim;
-    const int64_t r = slot * s.ring_slot_stride + static_cast<int64_t>(pos % s.ring_tokens) * row + e;
-    *PageElem(s, b, pos, false, h, i) = s.ring_k[r];
-    *PageElem(s, b, pos, true, h, i) = s.ring_v[r];
+  for (int pos = first + blockIdx.y; pos < last; pos += gridDim.y) {
+    const int64_t r = slot * s.ring_slot_stride + static_cast<int64_t>(pos % s.ring_tokens) * row;
+    for (int e = threadIdx.x; e < row; e += blockDim.x) {
+      const int h = e / s.head_dim, i = e - h * s.head_dim;
+      *PageElem(s, b, pos, false, h, i) = s.ring_k[r + e];
+      *PageElem(s, b, pos, true, h, i) = s.ring_v[r + e];
+    }
   }
 }
 
@@ -63,7 +66,9 @@ __global__ void PagedKvAppendKernel(const PagedKvStep s, const float* k, const f
 
 std::string LaunchPagedKvFlush(const PagedKvStep& step, int max_flush, cudaStream_t stream) {
   if (max_flush <= 0 || step.batch <= 0) return "";
-  PagedKvFlushKernel<<<step.batch, kThreads, 0, stream>>>(step);
+  constexpr int kMaxRows = 1024;  // grid y; more rows take several per block
+  PagedKvFlushKernel<<<dim3(step.batch, max_flush < kMaxRows ? max_flush : kMaxRows), kThreads, 0,
+                       stream>>>(step);
   VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return "";
 }
