@@ -5,4 +5,4 @@
 #   STRIP=1 XZ_OPT="-9e -T2" bash bench/cuda/bundle_binaries.sh build .devbuild/s16d/bundle.tar.xz \
 #     cuda_commvq_model_test
 # (+ model.gguf.xz and the books of .devbuild/s16a.) run with carry [".devbuild/s16d"]:
-DIR=.devbuild/s16d TESTS="cuda_commvq_model_test" E2E=0 bash docs/device/runS16a/call.sh
+DIR=.devbuild/s16d TESTS="cuda_commvq_model_test" bash docs/device/runS16a/call.sh

@@ -6,4 +6,4 @@
 #   STRIP=1 XZ_OPT="-9e -T2" bash bench/cuda/bundle_binaries.sh build .devbuild/s16g/bundle.tar.xz \
 #     cuda_graph_test cuda_model_test   (+ model.gguf.xz and vecinfer-k2v2.vqcb of .devbuild/s16a)
 # run with carry [".devbuild/s16g"]:
-DIR=.devbuild/s16g TESTS="cuda_graph_test cuda_model_test" E2E=0 bash docs/device/runS16a/call.sh
+DIR=.devbuild/s16g TESTS="cuda_graph_test cuda_model_test" bash docs/device/runS16a/call.sh
