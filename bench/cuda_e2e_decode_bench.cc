@@ -195,7 +195,8 @@ int RunModel(const std::string& name, const Args& a) {
       char ratio[32] = "-";
       if (fp16_tps > 0) std::snprintf(ratio, sizeof(ratio), "%.2fx", tps / fp16_tps);
       std::printf(
-          "| %s | %.3f (min %.3f, max %.3f) | %.0f | %s | %.3f | %.0f%% | %.1f | %ld | %lld, %lld of %d |\n",
+          "| %s | %.3f (min %.3f, max %.3f) | %.0f | %s | %.3f | %.0f%% | %.1f | %ld | "
+          "%lld, %lld of %d |\n",
           label.c_str(), t.mean_ms, t.min_ms, t.max_ms, tps, ratio, ts.mean_ms,
           100.0 * (t.mean_ms - ts.mean_ms) / t.mean_ms, seq_bytes / (1 << 20), max_seqs,
           static_cast<long long>(t.replays), static_cast<long long>(ts.replays), a.steps);

@@ -80,7 +80,8 @@ void CudaCodedStep::SetDecodeSink(const CudaKvCache& cache, int layer,
 }
 
 void CudaCodedStep::AppendGraphKey(std::vector<int64_t>* key) const {
-  key->insert(key->end(), {batch_, sink_tokens_, page_tokens_, int64_t{sink_writes_}, flush_count(), reinterpret_cast<intptr_t>(meta_.data()),
+  key->insert(key->end(), {batch_, sink_tokens_, page_tokens_, int64_t{sink_writes_}, flush_count(),
+                           reinterpret_cast<intptr_t>(meta_.data()),
                            reinterpret_cast<intptr_t>(stage_k_.data()),
                            reinterpret_cast<intptr_t>(stage_v_.data())});
 }

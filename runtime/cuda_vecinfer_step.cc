@@ -46,9 +46,10 @@ cuda::DecodeAttentionParams CudaVecInferStep::DecodeParams(const CudaKvCache& ca
   dp.vq_v_sub_dim = codec.v_sub_dim;
   dp.vq_k_code_bits = codec.k_code_bits;
   dp.vq_v_code_bits = codec.v_code_bits;
-  if (const uint16_t* hv = cache.vecinfer().v_centroids_f16; hv != nullptr) {  // same offsets as the fp32 books
-    dp.vq_v_codebook_f16 = hv + (codec.v_codebook - cache.vecinfer().v_centroids);
-    dp.vq_k_codebook_f16 = cache.vecinfer().k_centroids_f16 + (codec.k_codebook - cache.vecinfer().k_centroids);
+  const CudaVecInferConstants& vc = cache.vecinfer();
+  if (vc.v_centroids_f16 != nullptr) {  // the fp16 books: same offsets as the fp32 books
+    dp.vq_v_codebook_f16 = vc.v_centroids_f16 + (codec.v_codebook - vc.v_centroids);
+    dp.vq_k_codebook_f16 = vc.k_centroids_f16 + (codec.k_codebook - vc.k_centroids);
   }
   coded.SetDecodeSink(cache, layer, &dp);
   return dp;

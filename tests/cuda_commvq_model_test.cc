@@ -167,7 +167,8 @@ TEST(CudaCommVqEncode, MatchesCpuEncodePage) {
         offsets[p] = static_cast<int64_t>(ids[p]) * bytes;
       }
       int32_t* d_ids = nullptr;
-      ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_ids), kPages * sizeof(int32_t)), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_ids), kPages * sizeof(int32_t)),
+                cudaSuccess);
       ASSERT_EQ(cudaMemcpy(d_ids, ids.data(), kPages * sizeof(int32_t), cudaMemcpyHostToDevice),
                 cudaSuccess);
       cuda::CommVqEncodeParams ep;
@@ -182,7 +183,9 @@ TEST(CudaCommVqEncode, MatchesCpuEncodePage) {
       ep.num_kv_heads = H;
       ep.head_dim = D;
       ep.dst = dd;
-      ASSERT_EQ(cuda::LaunchCommVqEncodePages(ep, d_ids, static_cast<int64_t>(bytes), kPages, nullptr), "");
+      ASSERT_EQ(cuda::LaunchCommVqEncodePages(ep, d_ids, static_cast<int64_t>(bytes), kPages,
+                                              nullptr),
+                "");
       ASSERT_EQ(cudaMemcpy(got.data(), dd, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
       cudaFree(d_ids);
       cudaFree(dk);

@@ -10,7 +10,8 @@
 namespace vqserve::cuda {
 namespace {
 
-constexpr int kThreads = 512;  // 16 warps: a page flush is one block per (token, head), latency-bound
+// 16 warps: a page flush is one block per (token, kv head), latency-bound.
+constexpr int kThreads = 512;
 constexpr int kPageTokens = 32;
 
 // x (d) against centroids (n, d): lane-parallel argmin, ties to the lower index. returns the
