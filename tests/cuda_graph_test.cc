@@ -1,12 +1,12 @@
 // cuda graphs for decode steps (runtime/cuda_graph_cache.h): three sequences of different
 // prompt lengths, prefilled, then decoded greedily together for 210 steps (crossing page
-// flushes of every sequence at different steps, which replay graphs too), give the same tokens and
-// logits with graphs as without (bitwise; commvq within 1e-3 of the logit range, its decode
+// flushes of every sequence at different steps, which replay graphs too), give the same tokens
+// and logits with graphs as without (bitwise; commvq within 1e-3 of the logit range, its decode
 // kernel's atomics being order-dependent), over fp16, kivi-k2v2, vecinfer-k2v2 (sink 0 and 32)
 // and commvq-2 (sink 32) kv caches, and all steps but the first sight and capture of each graph
-// key replayed one. skips itself without a cuda
-// device, the model (VQSERVE_MODEL) or, for vecinfer / commvq, an artifact for it (VQSERVE_VQCB /
-// VQSERVE_CVQCB, else tests/util CodebookPath).
+// key replayed one. skips itself without a cuda device, the model (VQSERVE_MODEL) or, for
+// vecinfer / commvq, an artifact for it (VQSERVE_VQCB / VQSERVE_CVQCB, else tests/util
+// CodebookPath).
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -66,7 +66,7 @@ __device__ void EncodeRow(const float* x, const float* book, int d, int m, int b
   __syncthreads();
 }
 
-// grid (32 tokens, kv heads, pages), 128 threads; smem: x (head_dim floats), then codes
+// grid (32 tokens, kv heads, pages), kThreads threads; smem: x (head_dim floats), then codes
 // (head_dim / 2 ints). page z reads rows at p.k / p.v + z * 32 * H * D and writes at p.dst +
 // page_ids[z] * page_bytes (p.dst itself when page_ids is null).
 __global__ void VecInferEncodeKernel(VecInferEncodeParams p, const int32_t* page_ids,
