@@ -6,7 +6,8 @@
 # local-memory instructions; cuda_decode_attention_test (its *_v8i reference cases) from
 #   STRIP=1 XZ_OPT="-6 -T2" bash bench/cuda/bundle_binaries.sh build .devbuild/s17a/bundle.tar.xz \
 #     cuda_decode_attention_test
-# run with carry [".devbuild/s17a"]: bash docs/device/runS17a/call.sh
+# (v8i was not kept: to rerun, `git apply docs/device/runS17a/v8i_int8_lut.patch` on 9cba68d
+# first, then build and bundle.) run with carry [".devbuild/s17a"]: bash docs/device/runS17a/call.sh
 export OUT=${OUT:-/tmp/out}
 SNAP=. DIR=.devbuild/s17a \
 CHECKS="--long --only vecinfer-k2v2-v8i,vecinfer-k2v2-v8i-ph,vecinfer-k2v2-v8ih,vecinfer-k2v2-v8ihk,vecinfer-k2v2-v8z" \

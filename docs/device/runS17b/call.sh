@@ -1,7 +1,7 @@
 #!/bin/bash
 # session 17 call 2: ncu of v8i (int8 lut scores, vecinfer_version 9) and v8z at 16 x 32K on
 # the 8B shape (runS17a timed them: 128.9 against 137.6 us): shared-memory wavefronts,
-# instructions, stall reasons. carry nothing.
+# instructions, stall reasons. carry nothing; v8i needs runS17a's patch applied first.
 export OUT=${OUT:-/tmp/out}
 mkdir -p $OUT
 BK=/tmp/build-snap
