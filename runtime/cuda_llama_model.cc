@@ -25,6 +25,7 @@
 #include "kernels/cuda/paged_kv_append.h"
 #include "kernels/cuda/paged_kv_step.h"
 #include "kernels/cuda/prefill_attention.h"
+#include "kernels/cuda/prefill_tiles.h"
 #include "kernels/cuda/random_fill.h"
 #include "kernels/cpu/rope.h"
 #include "runtime/cuda_coded_step.h"
@@ -59,6 +60,13 @@ void CheckBlas(cublasStatus_t s, const char* what) {
 }
 void Fail(const char* what) { Check("contract broken", what); }
 
+// whether multi-token steps take the tensor-core prefill kernels: yes unless
+// VQSERVE_CUDA_TILED_PREFILL=0.
+bool TiledPrefillDefault() {
+  const char* env = std::getenv("VQSERVE_CUDA_TILED_PREFILL");
+  return env == nullptr || std::strcmp(env, "0") != 0;
+}
+
 // fp16 copy of `w` in device memory.
 void UploadHalf(const std::vector<float>& w, DeviceArray<__half>* out) {
   std::vector<uint16_t> h(w.size());
@@ -91,6 +99,7 @@ class CudaLlamaModel : public LlamaModel {
   // pseudo-random weights of config_'s shape, made on the device.
   absl::Status InitRandom(uint64_t seed);
   void set_use_graphs(bool on) { use_graphs_ = on; }
+  void set_tiled_prefill(bool on) { tiled_prefill_ = on; }
   int64_t graph_replays() const { return graphs_.replays(); }
 
   ModelConfig config_;
@@ -124,6 +133,9 @@ class CudaLlamaModel : public LlamaModel {
   DeviceArray<uint8_t> blas_workspace_;
   // decode steps without page flushes replay a captured graph (runtime/cuda_graph_cache.h).
   bool use_graphs_ = CudaGraphsDefault();
+  // multi-token steps on the tensor-core prefill kernels (VQSERVE_CUDA_TILED_PREFILL=0: the
+  // reference kernels, one warp per token and head).
+  bool tiled_prefill_ = TiledPrefillDefault();
   CudaGraphCache graphs_;
 };
 
@@ -284,12 +296,13 @@ void CudaLlamaModel::ForwardOneCache(std::span<const ForwardSeq> batch,
   const KvCacheSpec& spec = cache->spec();
   std::vector<int32_t> ids, tok_seq, tok_pos, rows;
   std::vector<int32_t> num_new(b_count), slots(b_count), cached(b_count), before(b_count), after(b_count),
-      ring_lens(b_count), tables(static_cast<size_t>(b_count) * stride, 0);
+      ring_lens(b_count), tables(static_cast<size_t>(b_count) * stride, 0), first(b_count);
   bool all_single = true;
   int max_flush = 0, max_coded = 0;
   for (int j = 0; j < b_count; ++j) {
     const ForwardSeq& s = *seqs[j];
     const int m = static_cast<int>(s.tokens.size()), total = s.kv.num_cached + m;
+    first[j] = static_cast<int32_t>(ids.size());
     if (s.kv.slot < 0 || s.kv.slot >= cache->num_slots()) Fail("slot out of range");
     if (PagesForTokens(spec, total) > s.kv.num_blocks) Fail("block table too short");
     for (int i = 0; i < m; ++i) {
@@ -317,9 +330,14 @@ void CudaLlamaModel::ForwardOneCache(std::span<const ForwardSeq> batch,
     if (m != 1) all_single = false;
   }
   const int r = static_cast<int>(rows.size());
+  // multi-token steps: query tiles for the tensor-core prefill kernels (prefill_tiles.h).
+  std::vector<int32_t> q_tiles =
+      all_single || !tiled_prefill_
+          ? std::vector<int32_t>()
+          : cuda::PlanPrefillTiles(first, cached, num_new, spec.residual_tokens, spec.page_tokens);
   std::vector<int32_t> meta;
-  for (const std::vector<int32_t>* v :
-       {&ids, &tok_seq, &tok_pos, &slots, &cached, &before, &after, &ring_lens, &tables, &rows}) {
+  for (std::vector<int32_t>* v : {&ids, &tok_seq, &tok_pos, &slots, &cached, &before, &after,
+                                        &ring_lens, &tables, &rows, &q_tiles}) {
     meta.insert(meta.end(), v->begin(), v->end());
   }
   meta_.UploadAsync(meta, stream_);
@@ -347,6 +365,8 @@ void CudaLlamaModel::ForwardOneCache(std::span<const ForwardSeq> batch,
   step.num_tokens = n;
   step.tok_seq = d_seq;
   step.tok_pos = d_pos;
+  step.q_tiles = q_tiles.empty() ? nullptr : d_rows + r;
+  step.num_q_tiles = static_cast<int>(q_tiles.size() / 2);
   step.batch = b_count;
   step.slots = d_slots;
   step.num_cached = d_cached;
@@ -540,6 +560,12 @@ bool SetCudaGraphs(LlamaModel& model, bool on) {
   return m != nullptr;
 }
 
+bool SetCudaTiledPrefill(LlamaModel& model, bool on) {
+  auto* m = dynamic_cast<CudaLlamaModel*>(&model);
+  if (m != nullptr) m->set_tiled_prefill(on);
+  return m != nullptr;
+}
+
 int64_t CudaGraphReplays(const LlamaModel& model) {
   auto* m = dynamic_cast<const CudaLlamaModel*>(&model);
   return m != nullptr ? m->graph_replays() : 0;
@@ -584,6 +610,7 @@ bool CudaDeviceAvailable(std::string* why) {
 }
 
 bool SetCudaGraphs(LlamaModel&, bool) { return false; }
+bool SetCudaTiledPrefill(LlamaModel&, bool) { return false; }
 int64_t CudaGraphReplays(const LlamaModel&) { return 0; }
 
 absl::StatusOr<std::unique_ptr<LlamaModel>> LoadCudaLlamaModel(const std::string&) {

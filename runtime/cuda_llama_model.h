@@ -34,6 +34,11 @@ absl::StatusOr<std::unique_ptr<LlamaModel>> MakeRandomCudaLlamaModel(const Model
 // either way. false when `model` is not a cuda model.
 bool SetCudaGraphs(LlamaModel& model, bool on);
 
+// multi-token steps of a cuda model on the tensor-core prefill kernels (on) or on the reference
+// kernels, one warp per token and head (off); default on unless VQSERVE_CUDA_TILED_PREFILL=0.
+// results agree to fp16 rounding. false when `model` is not a cuda model.
+bool SetCudaTiledPrefill(LlamaModel& model, bool on);
+
 // decode steps of `model` replayed from a captured cuda graph so far (0 for other models).
 int64_t CudaGraphReplays(const LlamaModel& model);
 

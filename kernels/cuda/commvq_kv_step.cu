@@ -4,8 +4,8 @@
 #include <cuda_fp16.h>
 
 #include "kernels/cuda/code12.cuh"
-#include "kernels/cuda/coded_prefill.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/tiled_prefill.cuh"
 
 namespace vqserve::cuda {
 namespace {
@@ -65,6 +65,50 @@ struct CommVqReader {
     }
     *dot = d;
   }
+  // dims d0 .. d0 + 7 (pairs d0 / 2 .. + 3) of the key at position pos, rotated as Token
+  // rotates it (the angle reduced in float64, then sine and cosine in fp32), and of the value
+  // (tiled_prefill.cuh), rounded to fp16.
+  __device__ void Chunk(const uint8_t* slice, int kvh, int pos, int d0, uint4* k, uint4* v) const {
+    const int D = head_dim, H = num_kv_heads, P = page_tokens, jj = pos % P;
+    const int R = c.key_rounds, RV = c.value_rounds, G = D / 2 / group_pairs, M = D / 8;
+    const int jp0 = d0 / 2, gi = jp0 / group_pairs, m = d0 / 8;
+    const float s = __half2float(reinterpret_cast<const __half*>(slice)[kvh * P + jj]);
+    const uint8_t* kcodes = slice + 2 * H * P;
+    const uint8_t* vcodes = kcodes + 3 * H * G * R * P / 2;
+    const float* kb = c.key_books + kvh * c.key_head_stride;
+    const float* vb = c.value_books + kvh * c.value_head_stride;
+    float x[4] = {0.0f, 0.0f, 0.0f, 0.0f}, y[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int r = 0; r < R; ++r) {
+      const int code = Code12(kcodes + ((kvh * G + gi) * R + r) * (3 * P / 2), jj);
+      const float4* ea = reinterpret_cast<const float4*>(kb + (static_cast<int64_t>(r) * 64 + (code & 63)) * D + d0);
+      const float4* eb = reinterpret_cast<const float4*>(kb + (static_cast<int64_t>(r) * 64 + (code >> 6)) * D + d0);
+      const float4 a0 = __ldg(ea), a1 = __ldg(ea + 1), b0 = __ldg(eb), b1 = __ldg(eb + 1);
+      x[0] += a0.x - b0.y, y[0] += a0.y + b0.x;
+      x[1] += a0.z - b0.w, y[1] += a0.w + b0.z;
+      x[2] += a1.x - b1.y, y[2] += a1.y + b1.x;
+      x[3] += a1.z - b1.w, y[3] += a1.w + b1.z;
+    }
+    float kx[8];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const double ang = static_cast<double>(pos) * static_cast<double>(c.rope_freqs[jp0 + q]);
+      const double turns = rint(ang * 0.15915494309189535);  // whole turns of 2 pi
+      float sn, cs;
+      sincosf(static_cast<float>(fma(-turns, 6.283185307179586, ang)), &sn, &cs);
+      kx[2 * q] = s * (x[q] * cs - y[q] * sn);
+      kx[2 * q + 1] = s * (x[q] * sn + y[q] * cs);
+    }
+    float vx[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    for (int r = 0; r < RV; ++r) {
+      const int code = vcodes[((kvh * RV + r) * M + m) * P + jj];
+      const float4* e = reinterpret_cast<const float4*>(vb + ((static_cast<int64_t>(r) * M + m) * 256 + code) * 8);
+      const float4 u = __ldg(e), w = __ldg(e + 1);
+      vx[0] += u.x, vx[1] += u.y, vx[2] += u.z, vx[3] += u.w;
+      vx[4] += w.x, vx[5] += w.y, vx[6] += w.z, vx[7] += w.w;
+    }
+    *k = tiled::PackHalf8(kx);
+    *v = tiled::PackHalf8(vx);
+  }
 };
 
 static_assert(ReaderTakesPosition<CommVqReader>::value, "commvq keys rotate with their position");
@@ -100,9 +144,9 @@ std::string LaunchCommVqPrefillAttention(const PagedKvStep& step, const CommVqLa
   // pairs per key code: the largest divisor of D / 2 that is <= 64 (D / 2 for D = 64, 128).
   const CommVqReader rd{codec, step.num_kv_heads, step.head_dim, step.page_tokens,
                         step.head_dim / 2};
-  LaunchCodedPrefill(step, rd, residual_tokens, q, q, q_stride, k, v, kv_stride, seq_tok_start,
-                     out, out_stride, num_heads, scale, stream);
-  VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  VQ_CUDA_RETURN_IF_ERROR(LaunchPrefill(step, rd, residual_tokens, q, q, q_stride, k, v,
+                                        kv_stride, seq_tok_start, out, out_stride, num_heads,
+                                        scale, stream));
   return "";
 }
 

@@ -3,8 +3,8 @@
 
 #include <cuda_fp16.h>
 
-#include "kernels/cuda/coded_prefill.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/tiled_prefill.cuh"
 
 namespace vqserve::cuda {
 namespace {
@@ -42,6 +42,30 @@ struct KiviReader {
     }
     *dot = d;
   }
+  // dims d0 .. d0 + 7 of token jj's key and value (tiled_prefill.cuh), rounded to fp16.
+  __device__ void Chunk(const uint8_t* slice, int kvh, int jj, int d0, uint4* k, uint4* v) const {
+    constexpr int P = 32;
+    const int H = num_kv_heads, D = head_dim, ng = D / 32;
+    const uint8_t* kmin = slice;
+    const uint8_t* kscale = kmin + 2 * H * D;
+    const uint8_t* vmin = kscale + 2 * H * D;
+    const uint8_t* vscale = vmin + 2 * H * P * ng;
+    const uint8_t* kcode = vscale + 2 * H * P * ng;
+    const uint8_t* vrow = kcode + static_cast<int64_t>(H) * D * P * bits / 8 +
+                          (static_cast<int64_t>(kvh) * P + jj) * D * bits / 8;
+    const int64_t at = (static_cast<int64_t>(kvh) * P + jj) * ng + d0 / 32;
+    const float v0 = Hf(vmin, at), vs = Hf(vscale, at);
+    float kx[8], vx[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const int i = d0 + e, ch = kvh * D + i;
+      const int kq = Code(kcode + static_cast<int64_t>(ch) * P * bits / 8, jj, bits);
+      kx[e] = Hf(kmin, ch) + Hf(kscale, ch) * static_cast<float>(kq);
+      vx[e] = v0 + vs * static_cast<float>(Code(vrow, i, bits));
+    }
+    *k = tiled::PackHalf8(kx);
+    *v = tiled::PackHalf8(vx);
+  }
 };
 
 }  // namespace
@@ -57,9 +81,9 @@ std::string LaunchKiviPrefillAttention(const PagedKvStep& step, int bits, int re
   if (bits != 2 && bits != 4) return "kivi prefill attention: bits must be 2 or 4";
   if (step.page_tokens != 32) return "kivi prefill attention: pages of 32 tokens";
   const KiviReader rd{bits, step.num_kv_heads, step.head_dim};
-  LaunchCodedPrefill(step, rd, residual_tokens, q, q, q_stride, k, v, kv_stride, seq_tok_start,
-                     out, out_stride, num_heads, scale, stream);
-  VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  VQ_CUDA_RETURN_IF_ERROR(LaunchPrefill(step, rd, residual_tokens, q, q, q_stride, k, v,
+                                        kv_stride, seq_tok_start, out, out_stride, num_heads,
+                                        scale, stream));
   return "";
 }
 

@@ -16,6 +16,10 @@ struct PagedKvStep {
   int num_tokens = 0;
   const int32_t* tok_seq = nullptr;
   const int32_t* tok_pos = nullptr;
+  // multi-token steps: (num_q_tiles, 2) query tiles of prefill_tiles.h (first step token,
+  // count) for the tensor-core prefill kernel; null: the reference kernels.
+  const int32_t* q_tiles = nullptr;
+  int num_q_tiles = 0;
 
   // per sequence (batch): ring slot, tokens cached before the step, coded tokens before and
   // after the step (CodedTokens() of num_cached and of num_cached + new tokens).

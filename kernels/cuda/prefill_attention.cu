@@ -4,6 +4,7 @@
 #include <cuda_fp16.h>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/tiled_prefill.cuh"
 
 namespace vqserve::cuda {
 namespace {
@@ -61,6 +62,17 @@ __global__ void PrefillAttentionKernel(const PagedKvStep s, const float* q, int6
   for (int e = 0; e < per; ++e) out[t * out_stride + h * D + lane + 32 * e] = acc[e] * inv;
 }
 
+// an fp16 page row for TiledPrefillKernel: K[H][P][D] then V[H][P][D] of the layer slice.
+struct Fp16PageReader {
+  int num_kv_heads, head_dim, page_tokens;
+  __device__ void Chunk(const uint8_t* slice, int kvh, int jj, int d0, uint4* k, uint4* v) const {
+    const uint16_t* kr = reinterpret_cast<const uint16_t*>(slice) +
+                         (static_cast<int64_t>(kvh) * page_tokens + jj) * head_dim + d0;
+    *k = tiled::LoadHalf8(kr);
+    *v = tiled::LoadHalf8(kr + static_cast<int64_t>(num_kv_heads) * page_tokens * head_dim);
+  }
+};
+
 }  // namespace
 
 std::string LaunchPrefillAttention(const PagedKvStep& step, const float* q,
@@ -74,6 +86,23 @@ std::string LaunchPrefillAttention(const PagedKvStep& step, const float* q,
   }
   const int64_t warps = static_cast<int64_t>(step.num_tokens) * num_heads;
   if (warps <= 0) return "";
+  TiledPrefillArgs a;
+  a.tiles = step.q_tiles;
+  a.num_tiles = step.num_q_tiles;
+  a.after_append = true;
+  a.q = a.qc = q;
+  a.q_stride = q_token_stride;
+  a.out = out;
+  a.out_stride = out_token_stride;
+  a.num_heads = num_heads;
+  a.scale = scale;
+  if (TiledPrefillFits(step, a)) {
+    PagedKvStep s = step;
+    s.sink_tokens = 0;  // fp16 pages hold every token
+    VQ_CUDA_RETURN_IF_ERROR(LaunchTiledPrefill(
+        s, Fp16PageReader{step.num_kv_heads, step.head_dim, step.page_tokens}, a, stream));
+    return "";
+  }
   const int blocks = static_cast<int>((warps + kWarps - 1) / kWarps);
   PrefillAttentionKernel<<<blocks, kWarps * 32, 0, stream>>>(step, q, q_token_stride, out,
                                                              out_token_stride, num_heads, scale);

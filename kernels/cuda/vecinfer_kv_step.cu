@@ -3,8 +3,8 @@
 
 #include <cuda_fp16.h>
 
-#include "kernels/cuda/coded_prefill.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/tiled_prefill.cuh"
 #include "kernels/cuda/vecinfer_codes.cuh"
 
 namespace vqserve::cuda {
@@ -103,6 +103,41 @@ struct VecInferReader {
     }
     *dot = d;
   }
+  // dims d0 .. d0 + 7 of token jj's k~ and v (tiled_prefill.cuh): the centroid rows of the
+  // sub-vectors that cover them, rounded to fp16.
+  __device__ void Chunk(const uint8_t* slice, int kvh, int jj, int d0, uint4* k, uint4* v) const {
+    const int D = head_dim, H = num_kv_heads, P = page_tokens;
+    const int krow = VecInferRowBytes(D / c.k_sub_dim, c.k_code_bits);
+    const int vrow = VecInferRowBytes(D / c.v_sub_dim, c.v_code_bits);
+    const uint8_t* kc = slice + (static_cast<int64_t>(kvh) * P + jj) * krow;
+    const uint8_t* vc =
+        slice + static_cast<int64_t>(H) * P * krow + (static_cast<int64_t>(kvh) * P + jj) * vrow;
+    float x[8];
+    Rows(c.k_codebook + kvh * c.k_codebook_head_stride, kc, c.k_sub_dim, c.k_code_bits, d0, x);
+    *k = tiled::PackHalf8(x);
+    Rows(c.v_codebook + kvh * c.v_codebook_head_stride, vc, c.v_sub_dim, c.v_code_bits, d0, x);
+    *v = tiled::PackHalf8(x);
+  }
+  // x = dims d0 .. d0 + 7 of the vector that code row `codes` selects from `book`
+  // (D / dsub, 2^bits, dsub); dsub 2, 4 or 8 divides 8.
+  __device__ static void Rows(const float* book, const uint8_t* codes, int dsub, int bits, int d0,
+                              float (&x)[8]) {
+    for (int e = 0; e < 8; e += dsub) {
+      const int m = (d0 + e) / dsub;
+      const float* r = book + ((static_cast<int64_t>(m) << bits) + VecInferCode(codes, m, bits)) * dsub;
+      if (dsub == 2) {
+        const float2 u = __ldg(reinterpret_cast<const float2*>(r));
+        x[e] = u.x, x[e + 1] = u.y;
+      } else {
+        const float4 u = __ldg(reinterpret_cast<const float4*>(r));
+        x[e] = u.x, x[e + 1] = u.y, x[e + 2] = u.z, x[e + 3] = u.w;
+        if (dsub == 8) {
+          const float4 w = __ldg(reinterpret_cast<const float4*>(r) + 1);
+          x[e + 4] = w.x, x[e + 5] = w.y, x[e + 6] = w.z, x[e + 7] = w.w;
+        }
+      }
+    }
+  }
 };
 
 }  // namespace
@@ -161,9 +196,9 @@ std::string LaunchVecInferPrefillAttention(const PagedKvStep& step, const VecInf
     if (bits != 8 && bits != 12) return "vecinfer prefill attention: codes of 8 or 12 bits";
   }
   const VecInferReader rd{codec, step.num_kv_heads, step.head_dim, step.page_tokens};
-  LaunchCodedPrefill(step, rd, residual_tokens, q, q_tilde, q_stride, k, v, kv_stride,
-                     seq_tok_start, out, out_stride, num_heads, scale, stream);
-  VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  VQ_CUDA_RETURN_IF_ERROR(LaunchPrefill(step, rd, residual_tokens, q, q_tilde, q_stride, k, v,
+                                        kv_stride, seq_tok_start, out, out_stride, num_heads,
+                                        scale, stream));
   return "";
 }
 

@@ -1,0 +1,44 @@
+#ifndef VQSERVE_KERNELS_CUDA_PREFILL_TILES_H_
+#define VQSERVE_KERNELS_CUDA_PREFILL_TILES_H_
+
+// query tiles of a multi-token step for the tensor-core prefill kernel (tiled_prefill.cuh):
+// runs of at most kPrefillTileTokens consecutive new tokens of one sequence whose queries all
+// see the same coded prefix, CodedTokens(p + 1) of runtime/kv_cache.h. host code only.
+
+#include <cstdint>
+#include <vector>
+
+namespace vqserve::cuda {
+
+inline constexpr int kPrefillTileTokens = 32;  // query tokens of a tile, key tokens of a page
+
+// CodedTokens() of runtime/kv_cache.h: tokens in pages once n tokens are cached.
+inline int PrefillCodedTokens(int residual, int page, int n) {
+  return n < residual + page ? 0 : ((n - residual) / page) * page;
+}
+
+// sequence j's new tokens are step tokens first[j] .. first[j] + num_new[j] - 1, at positions
+// num_cached[j] ... returns (first step token, count) pairs, in step-token order.
+inline std::vector<int32_t> PlanPrefillTiles(const std::vector<int32_t>& first,
+                                             const std::vector<int32_t>& num_cached,
+                                             const std::vector<int32_t>& num_new, int residual,
+                                             int page) {
+  std::vector<int32_t> tiles;
+  for (size_t j = 0; j < first.size(); ++j) {
+    int start = 0;
+    for (int i = 1; i <= num_new[j]; ++i) {
+      const int p = num_cached[j] + i;  // position of token i, plus one
+      if (i == num_new[j] || i - start == kPrefillTileTokens ||
+          PrefillCodedTokens(residual, page, p + 1) != PrefillCodedTokens(residual, page, p)) {
+        tiles.push_back(first[j] + start);
+        tiles.push_back(i - start);
+        start = i;
+      }
+    }
+  }
+  return tiles;
+}
+
+}  // namespace vqserve::cuda
+
+#endif  // VQSERVE_KERNELS_CUDA_PREFILL_TILES_H_
