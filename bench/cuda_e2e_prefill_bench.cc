@@ -5,7 +5,8 @@
 // per token and head), on the same model and cache. the model has the shape of Llama-3.1-8B or
 // SmolLM2-135M with pseudo-random weights (speed does not depend on weight values). the
 // reference runs only up to --ref-max prompt tokens. without a cuda device it says so, exit 0.
-// usage: cuda_e2e_prefill_bench [--models llama8b,smollm2] [--codecs fp16,kivi-k2v2,vecinfer-k2v2,commvq-1]
+// usage: cuda_e2e_prefill_bench [--models llama8b,smollm2] [--codecs
+// fp16,kivi-k2v2,vecinfer-k2v2,commvq-1]
 //   [--prompts 2048,8192,32768] [--chunk 512] [--ref-max 8192] [--sink-tokens 32]
 #include <algorithm>
 #include <chrono>
@@ -65,19 +66,20 @@ int RunModel(const std::string& name, const Args& a) {
   }
   LlamaModel& model = **loaded;
   const ModelConfig& c = model.config();
-  std::printf("\n### %s: %d layers, %d q / %d kv heads, head_dim %d (random weights); chunks of "
-              "%d tokens; coded caches keep a %d-token fp16 sink\n\n"
-              "| codec | prompt | TTFT s (tiled) | prompt tokens/s | TTFT s (reference) | speed-up |\n"
-              "|---|---|---|---|---|---|\n",
-              name.c_str(), c.num_layers, c.num_heads, c.num_kv_heads, c.head_dim, a.chunk,
-              a.sink_tokens);
+  std::printf(
+      "\n### %s: %d layers, %d q / %d kv heads, head_dim %d (random weights); chunks of "
+      "%d tokens; coded caches keep a %d-token fp16 sink\n\n"
+      "| codec | prompt | TTFT s (tiled) | prompt tokens/s | TTFT s (reference) | speed-up |\n"
+      "|---|---|---|---|---|---|\n",
+      name.c_str(), c.num_layers, c.num_heads, c.num_kv_heads, c.head_dim, a.chunk, a.sink_tokens);
   const int longest = *std::max_element(a.prompts.begin(), a.prompts.end());
   for (const std::string& codec : a.codecs) {
     const int pages = longest / 32 + 8;
     absl::StatusOr<std::unique_ptr<CudaKvCache>> made =
         MakeCache(codec, model.kv_shape(), c.rope_theta, pages, 1, a.sink_tokens);
     if (!made.ok()) {
-      std::printf("| %s | error: %s |\n", codec.c_str(), std::string(made.status().message()).c_str());
+      std::printf("| %s | error: %s |\n", codec.c_str(),
+                  std::string(made.status().message()).c_str());
       continue;
     }
     CudaKvCache& cache = **made;
@@ -93,8 +95,8 @@ int RunModel(const std::string& name, const Args& a) {
         std::snprintf(ref, sizeof(ref), "%.3f", r);
         std::snprintf(up, sizeof(up), "%.1fx", r / tiled);
       }
-      std::printf("| %s | %d | %.3f | %.0f | %s | %s |\n", codec.c_str(), prompt, tiled, prompt / tiled,
-                  ref, up);
+      std::printf("| %s | %d | %.3f | %.0f | %s | %s |\n", codec.c_str(), prompt, tiled,
+                  prompt / tiled, ref, up);
       std::fflush(stdout);
     }
     SetCudaTiledPrefill(model, true);
@@ -116,7 +118,8 @@ int main(int argc, char** argv) {
       a.codecs = absl::StrSplit(v, ',');
     } else if (k == "--prompts") {
       a.prompts.clear();
-      for (absl::string_view p : absl::StrSplit(v, ',')) a.prompts.push_back(std::atoi(std::string(p).c_str()));
+      for (absl::string_view p : absl::StrSplit(v, ','))
+        a.prompts.push_back(std::atoi(std::string(p).c_str()));
     } else if (k == "--chunk") {
       a.chunk = std::atoi(v.c_str());
     } else if (k == "--ref-max") {

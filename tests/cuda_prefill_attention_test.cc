@@ -43,7 +43,8 @@ const FormatCase kFormats[] = {
 
 // (cached, new) per sequence: a first chunk, chunks across the residual edge (160 = 128 + 32)
 // and page edges, one token, and a long chunk behind a long prefix.
-const std::vector<std::pair<int, int>> kSeqs = {{0, 37}, {100, 100}, {31, 33}, {500, 1}, {700, 300}, {0, 1}};
+const std::vector<std::pair<int, int>> kSeqs = {{0, 37},  {100, 100}, {31, 33},
+                                                {500, 1}, {700, 300}, {0, 1}};
 
 class CudaPrefillAttentionTest
     : public ::testing::TestWithParam<std::tuple<FormatCase, int /*head_dim*/, int /*group*/>> {};
@@ -82,13 +83,14 @@ TEST_P(CudaPrefillAttentionTest, TiledEqualsReference) {
       EXPECT_LE(testing::ComparePrefill(got, exact, head_dim).rel_l2, 2e-3) << what;
       EXPECT_LE(testing::ComparePrefill(ref, exact, head_dim).rel_l2, 1e-5) << what;
     }
-    std::printf("%-14s D=%3d G=%d sink=%2d tiles=%d: rel %.2e worst row %.2e\n", fc.name, head_dim, group,
-                sink, c.num_tiles(), e.rel_l2, e.worst_row);
+    std::printf("%-14s D=%3d G=%d sink=%2d tiles=%d: rel %.2e worst row %.2e\n", fc.name, head_dim,
+                group, sink, c.num_tiles(), e.rel_l2, e.worst_row);
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, CudaPrefillAttentionTest,
-                         ::testing::Combine(::testing::ValuesIn(kFormats), ::testing::Values(64, 128),
+                         ::testing::Combine(::testing::ValuesIn(kFormats),
+                                            ::testing::Values(64, 128),
                                             ::testing::Values(1, 3, 4, 8)),
                          [](const auto& info) {
                            return std::string(std::get<0>(info.param).name) + "_d" +
@@ -114,7 +116,8 @@ TEST(PrefillTilesTest, CoverTheStepInRunsOfOneCodedPrefix) {
       EXPECT_LE(t0 + n, first[seq] + fresh[seq]) << "a tile stays in one sequence";
       const int p0 = cached[seq] + t0 - first[seq];
       for (int p = p0; p < p0 + n; ++p) {
-        EXPECT_EQ(cuda::PrefillCodedTokens(residual, 32, p + 1), cuda::PrefillCodedTokens(residual, 32, p0 + 1));
+        EXPECT_EQ(cuda::PrefillCodedTokens(residual, 32, p + 1),
+                  cuda::PrefillCodedTokens(residual, 32, p0 + 1));
       }
       next = t0 + n;
     }

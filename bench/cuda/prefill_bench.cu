@@ -29,14 +29,17 @@ struct Format {
   int kivi_bits, dk, dv;
 };
 const Format kFormats[] = {
-    {"fp16", PrefillFormat::kFp16, 2, 4, 4},           {"kivi2", PrefillFormat::kKivi, 2, 4, 4},
-    {"kivi4", PrefillFormat::kKivi, 4, 4, 4},          {"vecinfer_k2v2", PrefillFormat::kVecInfer, 2, 4, 4},
-    {"vecinfer_k1v1", PrefillFormat::kVecInfer, 2, 8, 8}, {"vecinfer_k4v2", PrefillFormat::kVecInfer, 2, 2, 4},
+    {"fp16", PrefillFormat::kFp16, 2, 4, 4},
+    {"kivi2", PrefillFormat::kKivi, 2, 4, 4},
+    {"kivi4", PrefillFormat::kKivi, 4, 4, 4},
+    {"vecinfer_k2v2", PrefillFormat::kVecInfer, 2, 4, 4},
+    {"vecinfer_k1v1", PrefillFormat::kVecInfer, 2, 8, 8},
+    {"vecinfer_k4v2", PrefillFormat::kVecInfer, 2, 2, 4},
     {"commvq", PrefillFormat::kCommVq, 2, 4, 4},
 };
 
-PrefillCaseSpec Spec(const Format& f, int heads, int kv_heads, int d, std::vector<std::pair<int, int>> seqs,
-                     int sink, uint64_t seed) {
+PrefillCaseSpec Spec(const Format& f, int heads, int kv_heads, int d,
+                     std::vector<std::pair<int, int>> seqs, int sink, uint64_t seed) {
   PrefillCaseSpec s;
   s.format = f.format;
   s.num_heads = heads;
@@ -53,14 +56,16 @@ PrefillCaseSpec Spec(const Format& f, int heads, int kv_heads, int d, std::vecto
 }
 
 int Check() {
-  const std::vector<std::pair<int, int>> seqs = {{0, 37}, {100, 100}, {31, 33}, {500, 1}, {700, 300}, {0, 1}};
+  const std::vector<std::pair<int, int>> seqs = {{0, 37},  {100, 100}, {31, 33},
+                                                 {500, 1}, {700, 300}, {0, 1}};
   int failures = 0, cases = 0;
   for (const Format& f : kFormats) {
     for (int d : {64, 128}) {
       for (int group : {1, 3, 4, 8}) {
         for (int sink : {0, 32}) {
           if (f.format == PrefillFormat::kFp16 && sink > 0) continue;
-          testing::DevicePrefillCase c(Spec(f, 2 * group, 2, d, seqs, sink, 7 + d + 3 * group + sink));
+          testing::DevicePrefillCase c(
+              Spec(f, 2 * group, 2, d, seqs, sink, 7 + d + 3 * group + sink));
           std::string err = c.Launch(false);
           VQ_CUDA_CHECK(cudaDeviceSynchronize());
           const std::vector<float> ref = c.Output();
@@ -69,14 +74,18 @@ int Check() {
           const std::vector<float> got = c.Output();
           const testing::PrefillError e = testing::ComparePrefill(got, ref, d);
           double exact = 0.0;
-          if (f.format == PrefillFormat::kFp16) exact = testing::ComparePrefill(got, c.Fp16Reference(), d).rel_l2;
-          const bool ok = err.empty() && e.nonfinite == 0 && e.rel_l2 <= 2e-3 && e.worst_row <= 1e-2 && exact <= 2e-3;
+          if (f.format == PrefillFormat::kFp16)
+            exact = testing::ComparePrefill(got, c.Fp16Reference(), d).rel_l2;
+          const bool ok = err.empty() && e.nonfinite == 0 && e.rel_l2 <= 2e-3 &&
+                          e.worst_row <= 1e-2 && exact <= 2e-3;
           failures += !ok;
           ++cases;
-          std::printf("%s %-14s D=%3d G=%d sink=%2d tiles=%3d: rel %.2e worst row %.2e%s%s\n", ok ? "ok  " : "FAIL",
-                      f.name, d, group, sink, c.num_tiles(), e.rel_l2, e.worst_row,
-                      f.format == PrefillFormat::kFp16 ? (" vs float64 " + std::to_string(exact)).c_str() : "",
-                      err.empty() ? "" : (" " + err).c_str());
+          std::printf(
+              "%s %-14s D=%3d G=%d sink=%2d tiles=%3d: rel %.2e worst row %.2e%s%s\n",
+              ok ? "ok  " : "FAIL", f.name, d, group, sink, c.num_tiles(), e.rel_l2, e.worst_row,
+              f.format == PrefillFormat::kFp16 ? (" vs float64 " + std::to_string(exact)).c_str()
+                                               : "",
+              err.empty() ? "" : (" " + err).c_str());
         }
       }
     }
@@ -93,34 +102,38 @@ int Bench() {
     int heads, kv_heads, d;
   };
   const Shape shapes[] = {{"llama8b", 32, 8, 128}, {"smollm2", 9, 3, 64}};
-  std::printf("| shape | format | cached | chunk | reference µs | tiled µs | speed-up | tiled TFLOP/s |\n"
-              "|---|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "| shape | format | cached | chunk | reference µs | tiled µs | speed-up | tiled TFLOP/s |\n"
+      "|---|---|---|---|---|---|---|---|\n");
   for (const Shape& sh : shapes) {
     for (const Format& f : kFormats) {
       if (f.format == PrefillFormat::kKivi && f.kivi_bits == 4) continue;
       if (f.format == PrefillFormat::kVecInfer && f.dk != 4) continue;
       for (int cached : {0, 2048, 8192, 32256}) {
         const int sink = f.format == PrefillFormat::kFp16 ? 0 : 32;
-        testing::DevicePrefillCase c(Spec(f, sh.heads, sh.kv_heads, sh.d, {{cached, chunk}}, sink, 3));
+        testing::DevicePrefillCase c(
+            Spec(f, sh.heads, sh.kv_heads, sh.d, {{cached, chunk}}, sink, 3));
         // query-key pairs of the causal chunk, times heads
-        const double pairs = (static_cast<double>(cached) * chunk + chunk * (chunk + 1) / 2.0) * sh.heads;
+        const double pairs =
+            (static_cast<double>(cached) * chunk + chunk * (chunk + 1) / 2.0) * sh.heads;
         const double flops = 4.0 * sh.d * pairs;
         double ref_us = -1.0;
         if (cached <= ref_max) {
           ref_us = 1e3 * bench::MedianEventMs(1, 3, [&](int) {
-            if (const std::string e = c.Launch(false); !e.empty()) std::abort();
-          });
+                     if (const std::string e = c.Launch(false); !e.empty()) std::abort();
+                   });
         }
         const double tiled_us = 1e3 * bench::MedianEventMs(2, 10, [&](int) {
-          if (const std::string e = c.Launch(true); !e.empty()) std::abort();
-        });
+                                  if (const std::string e = c.Launch(true); !e.empty())
+                                    std::abort();
+                                });
         char ref[32] = "-", up[32] = "-";
         if (ref_us > 0) {
           std::snprintf(ref, sizeof(ref), "%.1f", ref_us);
           std::snprintf(up, sizeof(up), "%.1fx", ref_us / tiled_us);
         }
-        std::printf("| %s | %s | %d | %d | %s | %.1f | %s | %.1f |\n", sh.name, f.name, cached, chunk, ref,
-                    tiled_us, up, flops / (tiled_us * 1e-6) / 1e12);
+        std::printf("| %s | %s | %d | %d | %s | %.1f | %s | %.1f |\n", sh.name, f.name, cached,
+                    chunk, ref, tiled_us, up, flops / (tiled_us * 1e-6) / 1e12);
         std::fflush(stdout);
       }
     }

@@ -77,7 +77,8 @@ class DevicePrefillCase {
         tok_seq_.push_back(b);
         tok_pos_.push_back(cached + i);
       }
-      for (int i = 0; i < (total + P - 1) / P; ++i) h_tables_[static_cast<size_t>(b) * stride + i] = ids[next++];
+      for (int i = 0; i < (total + P - 1) / P; ++i)
+        h_tables_[static_cast<size_t>(b) * stride + i] = ids[next++];
     }
     n_ = static_cast<int>(tok_seq_.size());
     stride_ = stride;
@@ -98,7 +99,8 @@ class DevicePrefillCase {
     q_ = Upload(h_q_);
     out_ = Alloc<float>(h_q_.size());
     std::vector<int32_t> meta = tok_seq_;
-    for (const std::vector<int32_t>* v : {&tok_pos_, &slots_, &cached_, &coded_after_, &h_tables_, &first_}) {
+    for (const std::vector<int32_t>* v :
+         {&tok_pos_, &slots_, &cached_, &coded_after_, &h_tables_, &first_}) {
       meta.insert(meta.end(), v->begin(), v->end());
     }
     tiles_host_ = cuda::PlanPrefillTiles(first_, cached_, fresh_, residual_, P);
@@ -113,10 +115,13 @@ class DevicePrefillCase {
       k_book_ = Upload(RandomFloats(static_cast<size_t>(D / dk) * 256 * dk, nrm, rng, 0.5f));
       v_book_ = Upload(RandomFloats(static_cast<size_t>(D / dv) * 256 * dv, nrm, rng, 0.5f));
     } else if (spec.format == PrefillFormat::kCommVq) {
-      k_book_ = Upload(RandomFloats(static_cast<size_t>(spec.commvq_rounds) * 64 * D, nrm, rng, 0.1f));
-      v_book_ = Upload(RandomFloats(static_cast<size_t>(spec.commvq_value_rounds) * (D / 8) * 256 * 8, nrm, rng, 0.5f));
+      k_book_ =
+          Upload(RandomFloats(static_cast<size_t>(spec.commvq_rounds) * 64 * D, nrm, rng, 0.1f));
+      v_book_ = Upload(RandomFloats(
+          static_cast<size_t>(spec.commvq_value_rounds) * (D / 8) * 256 * 8, nrm, rng, 0.5f));
       std::vector<float> freqs(D / 2);
-      for (int j = 0; j < D / 2; ++j) freqs[j] = static_cast<float>(std::pow(10000.0, -2.0 * j / D));
+      for (int j = 0; j < D / 2; ++j)
+        freqs[j] = static_cast<float>(std::pow(10000.0, -2.0 * j / D));
       freqs_ = Upload(freqs);
     }
   }
@@ -161,14 +166,16 @@ class DevicePrefillCase {
       s.sink_k = sink_k_;
       s.sink_v = sink_v_;
       s.sink_tokens = spec_.sink_tokens;
-      s.sink_slot_stride = static_cast<int64_t>(std::max(spec_.sink_tokens, 1)) * spec_.num_kv_heads * spec_.head_dim;
+      s.sink_slot_stride = static_cast<int64_t>(std::max(spec_.sink_tokens, 1)) *
+                           spec_.num_kv_heads * spec_.head_dim;
     }
     return s;
   }
 
   // the format's prefill launcher into the output (poisoned with NaN first); "" on success.
   std::string Launch(bool tiled, cudaStream_t stream = nullptr) {
-    if (cudaMemsetAsync(out_, 0xff, h_q_.size() * sizeof(float), stream) != cudaSuccess) return "memset";
+    if (cudaMemsetAsync(out_, 0xff, h_q_.size() * sizeof(float), stream) != cudaSuccess)
+      return "memset";
     const cuda::PagedKvStep s = Step(tiled);
     const int D = spec_.head_dim, nh = spec_.num_heads, H = spec_.num_kv_heads;
     const float scale = 1.0f / std::sqrt(static_cast<float>(D));
@@ -178,16 +185,16 @@ class DevicePrefillCase {
       case PrefillFormat::kFp16:
         return cuda::LaunchPrefillAttention(s, q_, qs, out_, qs, nh, scale, stream);
       case PrefillFormat::kKivi:
-        return cuda::LaunchKiviPrefillAttention(s, spec_.kivi_bits, residual_, q_, qs, knew_, vnew_, kvs,
-                                                starts, out_, qs, nh, scale, stream);
+        return cuda::LaunchKiviPrefillAttention(s, spec_.kivi_bits, residual_, q_, qs, knew_, vnew_,
+                                                kvs, starts, out_, qs, nh, scale, stream);
       case PrefillFormat::kVecInfer: {
         cuda::VecInferLayerCodec c;
         c.k_codebook = k_book_;
         c.v_codebook = v_book_;
         c.k_sub_dim = spec_.vq_k_sub_dim;
         c.v_sub_dim = spec_.vq_v_sub_dim;
-        return cuda::LaunchVecInferPrefillAttention(s, c, residual_, q_, qc_, qs, knew_, vnew_, kvs, starts,
-                                                    out_, qs, nh, scale, stream);
+        return cuda::LaunchVecInferPrefillAttention(s, c, residual_, q_, qc_, qs, knew_, vnew_, kvs,
+                                                    starts, out_, qs, nh, scale, stream);
       }
       case PrefillFormat::kCommVq: {
         cuda::CommVqLayerCodec c;
@@ -196,8 +203,8 @@ class DevicePrefillCase {
         c.key_rounds = spec_.commvq_rounds;
         c.value_rounds = spec_.commvq_value_rounds;
         c.rope_freqs = freqs_;
-        return cuda::LaunchCommVqPrefillAttention(s, c, residual_, q_, qs, knew_, vnew_, kvs, starts, out_, qs,
-                                                  nh, scale, stream);
+        return cuda::LaunchCommVqPrefillAttention(s, c, residual_, q_, qs, knew_, vnew_, kvs,
+                                                  starts, out_, qs, nh, scale, stream);
       }
     }
     return "unknown format";
@@ -249,11 +256,13 @@ class DevicePrefillCase {
     if (j < coded_after_[b]) {
       const int64_t page = h_tables_[static_cast<size_t>(b) * stride_ + j / P];
       const int64_t at = (page * 2 * layer_bytes_ + layer_bytes_) / 2 +
-                         ((value ? static_cast<int64_t>(H) * P * D : 0) + (static_cast<int64_t>(kvh) * P + j % P) * D);
+                         ((value ? static_cast<int64_t>(H) * P * D : 0) +
+                          (static_cast<int64_t>(kvh) * P + j % P) * D);
       return h_pages_.data() + at;
     }
     const std::vector<uint16_t>& ring = value ? h_ring_v_ : h_ring_k_;
-    return ring.data() + ((static_cast<size_t>(slots_[b]) * ring_tokens_ + j % ring_tokens_) * H + kvh) * D;
+    return ring.data() +
+           ((static_cast<size_t>(slots_[b]) * ring_tokens_ + j % ring_tokens_) * H + kvh) * D;
   }
   template <class T>
   T* Alloc(size_t n) {
@@ -274,8 +283,8 @@ class DevicePrefillCase {
     for (uint16_t& x : h) x = FloatToHalfBits(uni(rng));
     return h;
   }
-  static std::vector<float> RandomFloats(size_t n, std::normal_distribution<float>& nrm, std::mt19937_64& rng,
-                                         float scale = 1.0f) {
+  static std::vector<float> RandomFloats(size_t n, std::normal_distribution<float>& nrm,
+                                         std::mt19937_64& rng, float scale = 1.0f) {
     std::vector<float> h(n);
     for (float& x : h) x = nrm(rng) * scale;
     return h;
@@ -284,7 +293,8 @@ class DevicePrefillCase {
   PrefillCaseSpec spec_;
   int residual_ = 0, batch_ = 0, n_ = 0, stride_ = 1, num_pages_ = 0, ring_tokens_ = 32;
   int64_t layer_bytes_ = 0;
-  std::vector<int32_t> tok_seq_, tok_pos_, slots_, cached_, fresh_, coded_after_, h_tables_, first_, tiles_host_;
+  std::vector<int32_t> tok_seq_, tok_pos_, slots_, cached_, fresh_, coded_after_, h_tables_, first_,
+      tiles_host_;
   std::vector<uint16_t> h_pages_, h_ring_k_, h_ring_v_;
   std::vector<float> h_q_;
   std::vector<void*> owned_;
@@ -307,7 +317,8 @@ PrefillError ComparePrefill(const std::vector<A>& got, const std::vector<B>& ref
   for (size_t r = 0; r * width < got.size(); ++r) {
     double rn = 0.0, rd = 0.0;
     for (int i = 0; i < width; ++i) {
-      const double g = static_cast<double>(got[r * width + i]), f = static_cast<double>(ref[r * width + i]);
+      const double g = static_cast<double>(got[r * width + i]),
+                   f = static_cast<double>(ref[r * width + i]);
       if (!std::isfinite(g)) ++e.nonfinite;
       rn += (g - f) * (g - f);
       rd += f * f;

@@ -14,22 +14,29 @@ DIR=${DIR:-.devbuild/p1a}
 STEPS=${STEPS:-check tests bench sdpa e2e}
 . bench/cuda/unpack_bundle.sh
 [ -f "$DIR/commvq-2.vqcb" ] && export VQSERVE_CVQCB=$DIR/commvq-2.vqcb
-{ date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; } > "$OUT/env.log" 2>&1
+{ date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; } \
+  > "$OUT/env.log" 2>&1
 has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 if has check; then
   timeout 300 "$B/prefill_bench" --check > "$OUT/check.log" 2>&1
-  echo "prefill_bench --check exit $?"; grep -E "^FAIL" "$OUT/check.log" | head -20; tail -1 "$OUT/check.log"
+  echo "prefill_bench --check exit $?"
+  grep -E "^FAIL" "$OUT/check.log" | head -20; tail -1 "$OUT/check.log"
 fi
 if has tests; then
   for t in ${TESTS:-cuda_prefill_attention_test cuda_random_model_test}; do
     [ -x "$B/$t" ] || continue
-    { echo "== $t"; timeout 400 "$B/$t" 2>&1 | grep -vE "^\[ +(RUN|OK) +\]"; echo "$t exit: $?"; } >> "$OUT/gtest.log" 2>&1
+    { echo "== $t"; timeout 400 "$B/$t" 2>&1 | grep -vE "^\[ +(RUN|OK) +\]"; echo "$t exit: $?"; } \
+      >> "$OUT/gtest.log" 2>&1
   done
   grep -E "^==|exit:|FAILED|PASSED|SKIPPED \]" "$OUT/gtest.log" | head -40
 fi
 if has bench; then
-  REF_MAX=${REF_MAX:-32256} timeout 400 "$B/prefill_bench" --bench > "$OUT/bench.md" 2>&1
-  echo "prefill_bench --bench exit $?"; cat "$OUT/bench.md"
+  # BENCH_BINS: prefill_bench builds to time one after the other (e.g. the last commit's as
+  # prefill_bench_v1 beside the work in progress), each into bench_<name>.md
+  for pb in ${BENCH_BINS:-prefill_bench}; do
+    REF_MAX=${REF_MAX:-32256} timeout 400 "$B/$pb" --bench > "$OUT/bench_$pb.md" 2>&1
+    echo "$pb --bench exit $?"; cat "$OUT/bench_$pb.md"
+  done
 fi
 if has sdpa; then
   PYTHONUNBUFFERED=1 timeout 200 python3 bench/cuda/sdpa_prefill_bench.py > "$OUT/sdpa.md" 2>&1

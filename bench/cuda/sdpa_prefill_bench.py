@@ -38,8 +38,9 @@ def main():
             n = cached + chunk
             q = torch.randn(1, heads, chunk, d, device="cuda", dtype=torch.float16)
             # grouped heads expanded: the flash backend takes equal head counts here.
-            k = torch.randn(1, kv_heads, n, d, device="cuda", dtype=torch.float16).repeat_interleave(heads // kv_heads, 1)
-            v = torch.randn(1, kv_heads, n, d, device="cuda", dtype=torch.float16).repeat_interleave(heads // kv_heads, 1)
+            g = heads // kv_heads
+            k = torch.randn(1, kv_heads, n, d, device="cuda", dtype=torch.float16).repeat_interleave(g, 1)
+            v = torch.randn(1, kv_heads, n, d, device="cuda", dtype=torch.float16).repeat_interleave(g, 1)
             mask = causal_lower_right(chunk, n)
             used = "flash"
             try:
@@ -51,7 +52,8 @@ def main():
                 with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):
                     ms = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
             pairs = (cached * chunk + chunk * (chunk + 1) / 2) * heads
-            print(f"| {name} | {cached} | {chunk} | {ms * 1e3:.1f} | {used} | {4 * d * pairs / (ms * 1e-3) / 1e12:.1f} |")
+            tflops = 4 * d * pairs / (ms * 1e-3) / 1e12
+            print(f"| {name} | {cached} | {chunk} | {ms * 1e3:.1f} | {used} | {tflops:.1f} |")
             del q, k, v
             torch.cuda.empty_cache()
 

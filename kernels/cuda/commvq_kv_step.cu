@@ -80,8 +80,10 @@ struct CommVqReader {
     float x[4] = {0.0f, 0.0f, 0.0f, 0.0f}, y[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     for (int r = 0; r < R; ++r) {
       const int code = Code12(kcodes + ((kvh * G + gi) * R + r) * (3 * P / 2), jj);
-      const float4* ea = reinterpret_cast<const float4*>(kb + (static_cast<int64_t>(r) * 64 + (code & 63)) * D + d0);
-      const float4* eb = reinterpret_cast<const float4*>(kb + (static_cast<int64_t>(r) * 64 + (code >> 6)) * D + d0);
+      const float4* ea = reinterpret_cast<const float4*>(
+          kb + (static_cast<int64_t>(r) * 64 + (code & 63)) * D + d0);
+      const float4* eb = reinterpret_cast<const float4*>(
+          kb + (static_cast<int64_t>(r) * 64 + (code >> 6)) * D + d0);
       const float4 a0 = __ldg(ea), a1 = __ldg(ea + 1), b0 = __ldg(eb), b1 = __ldg(eb + 1);
       x[0] += a0.x - b0.y, y[0] += a0.y + b0.x;
       x[1] += a0.z - b0.w, y[1] += a0.w + b0.z;
@@ -101,7 +103,8 @@ struct CommVqReader {
     float vx[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
     for (int r = 0; r < RV; ++r) {
       const int code = vcodes[((kvh * RV + r) * M + m) * P + jj];
-      const float4* e = reinterpret_cast<const float4*>(vb + ((static_cast<int64_t>(r) * M + m) * 256 + code) * 8);
+      const float4* e = reinterpret_cast<const float4*>(
+          vb + ((static_cast<int64_t>(r) * M + m) * 256 + code) * 8);
       const float4 u = __ldg(e), w = __ldg(e + 1);
       vx[0] += u.x, vx[1] += u.y, vx[2] += u.z, vx[3] += u.w;
       vx[4] += w.x, vx[5] += w.y, vx[6] += w.z, vx[7] += w.w;

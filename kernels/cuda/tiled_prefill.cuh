@@ -36,8 +36,9 @@ namespace vqserve::cuda {
 struct TiledPrefillArgs {
   const int32_t* tiles = nullptr;  // (num_tiles, 2): first step token, token count
   int num_tiles = 0;
-  int residual = 0;           // the codec's residual window (CodedTokens)
-  bool after_append = false;  // fp16 pages: the step's rows are in the cache already; c = coded_after
+  int residual = 0;  // the codec's residual window (CodedTokens)
+  bool after_append =
+      false;  // fp16 pages: the step's rows are in the cache already; c = coded_after
   const float* q = nullptr;   // queries for fp16 keys, (tokens, heads, D) rows at + t * q_stride
   const float* qc = nullptr;  // queries for decoded codes (q itself for most codecs)
   int64_t q_stride = 0;
@@ -120,12 +121,14 @@ __global__ void __launch_bounds__(256, 2)
     if (tq < nt) {
       const int64_t at = (t0 + tq) * a.q_stride + static_cast<int64_t>(h0 + hh) * D + d0;
       float f[8];
-      const float4 u = *reinterpret_cast<const float4*>(a.q + at), w = *reinterpret_cast<const float4*>(a.q + at + 4);
+      const float4 u = *reinterpret_cast<const float4*>(a.q + at),
+                   w = *reinterpret_cast<const float4*>(a.q + at + 4);
       f[0] = u.x * qscale, f[1] = u.y * qscale, f[2] = u.z * qscale, f[3] = u.w * qscale;
       f[4] = w.x * qscale, f[5] = w.y * qscale, f[6] = w.z * qscale, f[7] = w.w * qscale;
       x = tiled::PackHalf8(f);
       if (two_q) {
-        const float4 uc = *reinterpret_cast<const float4*>(a.qc + at), wc = *reinterpret_cast<const float4*>(a.qc + at + 4);
+        const float4 uc = *reinterpret_cast<const float4*>(a.qc + at),
+                     wc = *reinterpret_cast<const float4*>(a.qc + at + 4);
         f[0] = uc.x * qscale, f[1] = uc.y * qscale, f[2] = uc.z * qscale, f[3] = uc.w * qscale;
         f[4] = wc.x * qscale, f[5] = wc.y * qscale, f[6] = wc.z * qscale, f[7] = wc.w * qscale;
         y = tiled::PackHalf8(f);
@@ -137,7 +140,8 @@ __global__ void __launch_bounds__(256, 2)
 
   // keys [0, in_sink) sink rows, [in_sink, c) codes, [c, p] fp16 (ring below `cached`, else
   // the step's rows; all ring rows after the append).
-  const int c = a.after_append ? s.coded_after[b] : CodedTokensDev(a.residual, s.page_tokens, p0 + 1);
+  const int c =
+      a.after_append ? s.coded_after[b] : CodedTokensDev(a.residual, s.page_tokens, p0 + 1);
   const int in_sink = min(s.sink_tokens, c);
   const int cached = a.after_append ? 0x7fffffff : s.num_cached[b];
   const int32_t* table = s.block_tables + b * s.block_table_stride;
@@ -148,7 +152,8 @@ __global__ void __launch_bounds__(256, 2)
   auto fill = [&](int kt, int buf) {
     const int j0 = T * kt;
     const int kind = j0 < in_sink ? 0 : j0 < c ? 1 : 2;
-    const uint8_t* slice = kind == 1 ? s.pages + table[kt] * s.page_stride + s.layer_offset : nullptr;
+    const uint8_t* slice =
+        kind == 1 ? s.pages + table[kt] * s.page_stride + s.layer_offset : nullptr;
     __half* kd = ks + buf * T * kRow;
     __half* vd = vs + buf * T * kRow;
     for (int i = tid; i < T * kChunks; i += nthreads) {
@@ -170,7 +175,8 @@ __global__ void __launch_bounds__(256, 2)
           kx = tiled::LoadHalf8(s.ring_k + r);
           vx = tiled::LoadHalf8(s.ring_v + r);
         } else {
-          const int64_t r = static_cast<int64_t>(a.seq_tok_start[b] + j - cached) * a.kv_stride + kvh * D + d0;
+          const int64_t r =
+              static_cast<int64_t>(a.seq_tok_start[b] + j - cached) * a.kv_stride + kvh * D + d0;
           kx = tiled::LoadFloat8AsHalf(a.knew + r);
           vx = tiled::LoadFloat8AsHalf(a.vnew + r);
         }
@@ -298,7 +304,8 @@ __global__ void __launch_bounds__(256, 2)
     float* dst = a.out + (t0 + tq) * a.out_stride + static_cast<int64_t>(h0 + hw) * D + 2 * t4;
 #pragma unroll
     for (int i = 0; i < D / 8; ++i) {
-      *reinterpret_cast<float2*>(dst + 8 * i) = make_float2(o[i][2 * r] * inv[r], o[i][2 * r + 1] * inv[r]);
+      *reinterpret_cast<float2*>(dst + 8 * i) =
+          make_float2(o[i][2 * r] * inv[r], o[i][2 * r + 1] * inv[r]);
     }
   }
 }
@@ -329,7 +336,8 @@ cudaError_t LaunchTiledPrefill(const PagedKvStep& step, const Reader& rd, TiledP
   const int groups = a.num_heads / step.num_kv_heads / a.hb;
   const dim3 grid(a.num_tiles, step.num_kv_heads * groups);
   const auto go = [&](auto kernel, int bytes) {
-    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    cudaError_t e =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
     if (e != cudaSuccess) return e;
     kernel<<<grid, 64 * a.hb, bytes, stream>>>(step, rd, a);
     return cudaGetLastError();

@@ -124,7 +124,8 @@ struct VecInferReader {
                               float (&x)[8]) {
     for (int e = 0; e < 8; e += dsub) {
       const int m = (d0 + e) / dsub;
-      const float* r = book + ((static_cast<int64_t>(m) << bits) + VecInferCode(codes, m, bits)) * dsub;
+      const float* r =
+          book + ((static_cast<int64_t>(m) << bits) + VecInferCode(codes, m, bits)) * dsub;
       if (dsub == 2) {
         const float2 u = __ldg(reinterpret_cast<const float2*>(r));
         x[e] = u.x, x[e + 1] = u.y;
