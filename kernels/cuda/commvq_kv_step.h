@@ -3,8 +3,9 @@
 
 // the commvq ("commvq-R", docs/kv_formats.md) side of one forward step over a paged kv cache on
 // the device: the ring of pre-rope keys the flushes code, and causal attention of multi-token
-// steps with the cpu cache's semantics (kernels/cuda/coded_prefill.cuh). ring appends, sink
-// appends and flush gathers are codec-independent (kernels/cuda/ring_kv_step.h);
+// steps with the cpu cache's semantics (kernels/cuda/tiled_prefill.cuh; reference
+// coded_prefill.cuh). ring appends, sink appends and flush gathers are codec-independent
+// (kernels/cuda/ring_kv_step.h);
 // kernels/cuda/commvq_encode.h encodes the gathered pages; single-token steps use the fused
 // decode kernel (kernels/cuda/commvq_decode.cuh).
 
@@ -40,7 +41,8 @@ std::string LaunchPreRopeRingAppend(const PagedKvStep& step, const float* k_pre,
 
 // causal attention of the step's tokens, read after LaunchSinkAppend, the flush gathers +
 // encode and before LaunchRingAppend (as LaunchVecInferPrefillAttention): coded keys are
-// rebuilt per lane from the books and rotated by their position's rope (float64 angles).
+// rebuilt from the books and rotated by their position's rope (float64 angles; the tensor-core
+// kernel reduces them in float64 and takes sine and cosine in fp32).
 // q: (num_tokens, num_heads, head_dim) after rope, rows at + t * q_stride; k, v: the step's
 // new rows after rope; out rows at out + t * out_stride. head_dim 64 or 128.
 std::string LaunchCommVqPrefillAttention(const PagedKvStep& step, const CommVqLayerCodec& codec,

@@ -3,8 +3,8 @@
 
 // the kivi ("kivi-kBvB", docs/kv_formats.md) side of one forward step over a paged kv cache on
 // the device: causal attention of multi-token steps with the cpu cache's semantics
-// (kernels/cuda/coded_prefill.cuh), coded keys and values dequantized on the fly from their
-// packed codes. ring appends and flush gathers: kernels/cuda/ring_kv_step.h; page encoding:
+// (kernels/cuda/tiled_prefill.cuh; reference coded_prefill.cuh), coded keys and values
+// dequantized on the fly from their packed codes. ring appends and flush gathers: kernels/cuda/ring_kv_step.h; page encoding:
 // kernels/cuda/kivi_encode.h; decode steps use the fused kivi decode kernel.
 
 #include <cuda_runtime_api.h>
@@ -20,8 +20,8 @@ namespace vqserve::cuda {
 // encode and before LaunchRingAppend. bits: 2 or 4. q: (num_tokens, num_heads, head_dim) rows
 // at + t * q_stride; k, v: the step's new rows (num_tokens, num_kv_heads, head_dim) at
 // + t * kv_stride; seq_tok_start: (batch) step token index of position num_cached[b]; out
-// (num_tokens, num_heads, head_dim) rows at out + t * out_stride. one warp per (token, query
-// head), online softmax in fp32; head_dim <= 128, multiple of 32.
+// (num_tokens, num_heads, head_dim) rows at out + t * out_stride. head_dim <= 128, multiple of
+// 32; the tensor-core kernel with step.q_tiles (head_dim 64 or 128), else the reference.
 std::string LaunchKiviPrefillAttention(const PagedKvStep& step, int bits, int residual_tokens,
                                        const float* q, int64_t q_stride, const float* k,
                                        const float* v, int64_t kv_stride,

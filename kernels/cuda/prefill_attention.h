@@ -3,8 +3,9 @@
 
 // causal attention of a step's new tokens (prefill chunks, or any mix of sequences) over an
 // fp16 paged kv cache on the device, read after the step's append: the query at position p of
-// a sequence attends to its positions 0 .. p. simple and exact rather than fast: one warp per
-// (token, query head), online softmax in fp32.
+// a sequence attends to its positions 0 .. p. with step.q_tiles (prefill_tiles.h) on the tensor
+// cores (tiled_prefill.cuh: fp16 q and probabilities, fp32 sums); else the reference kernel, one
+// warp per (token, query head), online softmax in fp32.
 
 #include <cuda_runtime_api.h>
 

@@ -3,7 +3,8 @@
 
 // the vecinfer ("vecinfer-kXvY" with 8- or 12-bit codes, docs/kv_formats.md) side of one forward step
 // over a paged kv cache on the device: the query transform q~ = H (q * lambda) and causal
-// attention of multi-token steps with the cpu cache's semantics (kernels/cuda/coded_prefill.cuh).
+// attention of multi-token steps with the cpu cache's semantics (kernels/cuda/tiled_prefill.cuh;
+// reference coded_prefill.cuh).
 // ring appends and flush gathers are codec-independent (kernels/cuda/ring_kv_step.h);
 // kernels/cuda/vecinfer_encode.h encodes the gathered pages.
 
@@ -46,7 +47,8 @@ std::string LaunchVecInferQueryTransform(const float* q, int64_t q_stride, int n
 // rows). q, q_tilde: (num_tokens, num_heads, head_dim) rows at + t * q_stride;
 // k, v: the step's new rows as in LaunchRingAppend; seq_tok_start: (batch) step token index of
 // position num_cached[b]; out (num_tokens, num_heads, head_dim) rows at out + t * out_stride.
-// one warp per (token, query head), online softmax in fp32; head_dim <= 128, multiple of 32.
+// head_dim <= 128, multiple of 32; the tensor-core kernel with step.q_tiles (head_dim 64 or
+// 128), else the reference (one warp per token and query head).
 std::string LaunchVecInferPrefillAttention(const PagedKvStep& step, const VecInferLayerCodec& codec,
                                            int residual_tokens, const float* q,
                                            const float* q_tilde, int64_t q_stride,
