@@ -20,17 +20,31 @@ struct KiviReader {
     const int bit = i * bits;
     return (codes[bit >> 3] >> (bit & 7)) & ((1 << bits) - 1);
   }
+  // the page slice's parts (docs/kv_formats.md): headers, k codes, and token jj's v code row of
+  // kv head kvh.
+  struct Parts {
+    const uint8_t *kmin, *kscale, *vmin, *vscale, *kcode, *vrow;
+  };
+  __device__ Parts Split(const uint8_t* slice, int kvh, int jj) const {
+    constexpr int P = 32;
+    const int H = num_kv_heads, D = head_dim, ng = D / 32;
+    Parts t;
+    t.kmin = slice;
+    t.kscale = t.kmin + 2 * H * D;
+    t.vmin = t.kscale + 2 * H * D;
+    t.vscale = t.vmin + 2 * H * P * ng;
+    t.kcode = t.vscale + 2 * H * P * ng;
+    t.vrow = t.kcode + static_cast<int64_t>(H) * D * P * bits / 8 +
+             (static_cast<int64_t>(kvh) * P + jj) * D * bits / 8;
+    return t;
+  }
   __device__ void Token(const uint8_t* slice, int kvh, int jj, const float* qc, int lane, int per,
                         float* dot, float* vals) const {
     constexpr int P = 32;
-    const int H = num_kv_heads, D = head_dim, ng = D / 32;
-    const uint8_t* kmin = slice;
-    const uint8_t* kscale = kmin + 2 * H * D;
-    const uint8_t* vmin = kscale + 2 * H * D;
-    const uint8_t* vscale = vmin + 2 * H * P * ng;
-    const uint8_t* kcode = vscale + 2 * H * P * ng;
-    const uint8_t* vrow = kcode + static_cast<int64_t>(H) * D * P * bits / 8 +
-                          (static_cast<int64_t>(kvh) * P + jj) * D * bits / 8;
+    const int D = head_dim, ng = D / 32;
+    const Parts t = Split(slice, kvh, jj);
+    const uint8_t *kmin = t.kmin, *kscale = t.kscale, *vmin = t.vmin, *vscale = t.vscale;
+    const uint8_t *kcode = t.kcode, *vrow = t.vrow;
     const int64_t at = (static_cast<int64_t>(kvh) * P + jj) * ng;
     float d = 0.0f;
     for (int e = 0; e < per; ++e) {
@@ -45,14 +59,10 @@ struct KiviReader {
   // dims d0 .. d0 + 7 of token jj's key and value (tiled_prefill.cuh), rounded to fp16.
   __device__ void Chunk(const uint8_t* slice, int kvh, int jj, int d0, uint4* k, uint4* v) const {
     constexpr int P = 32;
-    const int H = num_kv_heads, D = head_dim, ng = D / 32;
-    const uint8_t* kmin = slice;
-    const uint8_t* kscale = kmin + 2 * H * D;
-    const uint8_t* vmin = kscale + 2 * H * D;
-    const uint8_t* vscale = vmin + 2 * H * P * ng;
-    const uint8_t* kcode = vscale + 2 * H * P * ng;
-    const uint8_t* vrow = kcode + static_cast<int64_t>(H) * D * P * bits / 8 +
-                          (static_cast<int64_t>(kvh) * P + jj) * D * bits / 8;
+    const int D = head_dim, ng = D / 32;
+    const Parts t = Split(slice, kvh, jj);
+    const uint8_t *kmin = t.kmin, *kscale = t.kscale, *vmin = t.vmin, *vscale = t.vscale;
+    const uint8_t *kcode = t.kcode, *vrow = t.vrow;
     const int64_t at = (static_cast<int64_t>(kvh) * P + jj) * ng + d0 / 32;
     const float v0 = Hf(vmin, at), vs = Hf(vscale, at);
     float kx[8], vx[8];
