@@ -1,8 +1,9 @@
 // time to first token of the cuda runtime (CudaLlamaModel + CudaKvCache) per kv codec: one
 // sequence's prompt of P random tokens fed in chunks of --chunk tokens (the scheduler's
 // max_batched_tokens), the logits of the last one copied back, every step timed with the host
-// clock; once with the tensor-core prefill kernels and once with the reference kernels (one warp
-// per token and head), on the same model and cache. the model has the shape of Llama-3.1-8B or
+// clock; with the tensor-core prefill kernels (their key splits as the launcher chooses, and one
+// split) and with the reference kernels (one warp per token and head), on the same model and
+// cache. the model has the shape of Llama-3.1-8B or
 // SmolLM2-135M with pseudo-random weights (speed does not depend on weight values). the
 // reference runs only up to --ref-max prompt tokens. without a cuda device it says so, exit 0.
 // usage: cuda_e2e_prefill_bench [--models llama8b,smollm2] [--codecs
@@ -69,8 +70,9 @@ int RunModel(const std::string& name, const Args& a) {
   std::printf(
       "\n### %s: %d layers, %d q / %d kv heads, head_dim %d (random weights); chunks of "
       "%d tokens; coded caches keep a %d-token fp16 sink\n\n"
-      "| codec | prompt | TTFT s (tiled) | prompt tokens/s | TTFT s (reference) | speed-up |\n"
-      "|---|---|---|---|---|---|\n",
+      "| codec | prompt | TTFT s (tiled) | prompt tokens/s | TTFT s (tiled, 1 split) | "
+      "splits' gain | TTFT s (reference) | speed-up |\n"
+      "|---|---|---|---|---|---|---|---|\n",
       name.c_str(), c.num_layers, c.num_heads, c.num_kv_heads, c.head_dim, a.chunk, a.sink_tokens);
   const int longest = *std::max_element(a.prompts.begin(), a.prompts.end());
   for (const std::string& codec : a.codecs) {
@@ -87,6 +89,9 @@ int RunModel(const std::string& name, const Args& a) {
     Prefill(model, cache, std::min(a.chunk * 2, longest), a.chunk, pages);  // warm-up
     for (int prompt : a.prompts) {
       SetCudaTiledPrefill(model, true);
+      SetCudaPrefillSplits(model, 1);
+      const double one = Prefill(model, cache, prompt, a.chunk, pages);
+      SetCudaPrefillSplits(model, 0);
       const double tiled = Prefill(model, cache, prompt, a.chunk, pages);
       char ref[32] = "-", up[32] = "-";
       if (prompt <= a.ref_max) {
@@ -95,8 +100,8 @@ int RunModel(const std::string& name, const Args& a) {
         std::snprintf(ref, sizeof(ref), "%.3f", r);
         std::snprintf(up, sizeof(up), "%.1fx", r / tiled);
       }
-      std::printf("| %s | %d | %.3f | %.0f | %s | %s |\n", codec.c_str(), prompt, tiled,
-                  prompt / tiled, ref, up);
+      std::printf("| %s | %d | %.3f | %.0f | %.3f | %.2fx | %s | %s |\n", codec.c_str(), prompt,
+                  tiled, prompt / tiled, one, one / tiled, ref, up);
       std::fflush(stdout);
     }
     SetCudaTiledPrefill(model, true);

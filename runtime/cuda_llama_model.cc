@@ -67,6 +67,13 @@ bool TiledPrefillDefault() {
   return env == nullptr || std::strcmp(env, "0") != 0;
 }
 
+// key splits of the tensor-core prefill kernel: VQSERVE_CUDA_PREFILL_SPLITS, else 0 (the
+// launcher's choice, prefill_tiles.h).
+int PrefillSplitsDefault() {
+  const char* env = std::getenv("VQSERVE_CUDA_PREFILL_SPLITS");
+  return env == nullptr ? 0 : std::clamp(std::atoi(env), 0, cuda::kMaxPrefillSplits);
+}
+
 // fp16 copy of `w` in device memory.
 void UploadHalf(const std::vector<float>& w, DeviceArray<__half>* out) {
   std::vector<uint16_t> h(w.size());
@@ -100,6 +107,7 @@ class CudaLlamaModel : public LlamaModel {
   absl::Status InitRandom(uint64_t seed);
   void set_use_graphs(bool on) { use_graphs_ = on; }
   void set_tiled_prefill(bool on) { tiled_prefill_ = on; }
+  void set_prefill_splits(int splits) { prefill_splits_ = splits; }
   int64_t graph_replays() const { return graphs_.replays(); }
 
   ModelConfig config_;
@@ -136,6 +144,7 @@ class CudaLlamaModel : public LlamaModel {
   // multi-token steps on the tensor-core prefill kernels (VQSERVE_CUDA_TILED_PREFILL=0: the
   // reference kernels, one warp per token and head).
   bool tiled_prefill_ = TiledPrefillDefault();
+  int prefill_splits_ = PrefillSplitsDefault();
   CudaGraphCache graphs_;
 };
 
@@ -298,7 +307,7 @@ void CudaLlamaModel::ForwardOneCache(std::span<const ForwardSeq> batch,
   std::vector<int32_t> num_new(b_count), slots(b_count), cached(b_count), before(b_count), after(b_count),
       ring_lens(b_count), tables(static_cast<size_t>(b_count) * stride, 0), first(b_count);
   bool all_single = true;
-  int max_flush = 0, max_coded = 0;
+  int max_flush = 0, max_coded = 0, max_total = 0;
   for (int j = 0; j < b_count; ++j) {
     const ForwardSeq& s = *seqs[j];
     const int m = static_cast<int>(s.tokens.size()), total = s.kv.num_cached + m;
@@ -327,6 +336,7 @@ void CudaLlamaModel::ForwardOneCache(std::span<const ForwardSeq> batch,
     ring_lens[j] = total - after[j];
     max_flush = std::max(max_flush, std::min(cached[j], after[j]) - before[j]);
     max_coded = std::max(max_coded, after[j]);
+    max_total = std::max(max_total, total);
     if (m != 1) all_single = false;
   }
   const int r = static_cast<int>(rows.size());
@@ -383,6 +393,16 @@ void CudaLlamaModel::ForwardOneCache(std::span<const ForwardSeq> batch,
   step.head_dim = hd;
   step.sink_slot_stride = cache->sink_slot_stride();
   step.sink_tokens = spec.sink_tokens;
+  if (!q_tiles.empty()) {
+    // the prefill kernel's key splits (prefill_tiles.h) share the decode steps' workspace: up
+    // to 8 splits of 512 tokens, fewer of longer steps (which fill the sms without).
+    const int splits = std::clamp(4096 / n, 2, cuda::kMaxPrefillSplits);
+    workspace_.Reserve(size_t(cuda::PrefillWorkFloats(n, nh, hd, splits)));
+    step.max_seq_len = max_total;
+    step.prefill_work = workspace_.data();
+    step.prefill_work_floats = static_cast<int64_t>(workspace_.size());
+    step.prefill_splits = prefill_splits_;
+  }
 
   cuda::DecodeAttentionParams dp;
   if (all_single) {
@@ -566,6 +586,12 @@ bool SetCudaTiledPrefill(LlamaModel& model, bool on) {
   return m != nullptr;
 }
 
+bool SetCudaPrefillSplits(LlamaModel& model, int splits) {
+  auto* m = dynamic_cast<CudaLlamaModel*>(&model);
+  if (m != nullptr) m->set_prefill_splits(std::clamp(splits, 0, cuda::kMaxPrefillSplits));
+  return m != nullptr;
+}
+
 int64_t CudaGraphReplays(const LlamaModel& model) {
   auto* m = dynamic_cast<const CudaLlamaModel*>(&model);
   return m != nullptr ? m->graph_replays() : 0;
@@ -611,6 +637,7 @@ bool CudaDeviceAvailable(std::string* why) {
 
 bool SetCudaGraphs(LlamaModel&, bool) { return false; }
 bool SetCudaTiledPrefill(LlamaModel&, bool) { return false; }
+bool SetCudaPrefillSplits(LlamaModel&, int) { return false; }
 int64_t CudaGraphReplays(const LlamaModel&) { return 0; }
 
 absl::StatusOr<std::unique_ptr<LlamaModel>> LoadCudaLlamaModel(const std::string&) {

@@ -39,6 +39,11 @@ bool SetCudaGraphs(LlamaModel& model, bool on);
 // results agree to fp16 rounding. false when `model` is not a cuda model.
 bool SetCudaTiledPrefill(LlamaModel& model, bool on);
 
+// key splits of the tensor-core prefill kernel of a cuda model: 0 (default, unless
+// VQSERVE_CUDA_PREFILL_SPLITS says otherwise) lets the launcher fill the gpu (prefill_tiles.h),
+// 1..8 forces that many. results agree to fp32 rounding. false when `model` is not a cuda model.
+bool SetCudaPrefillSplits(LlamaModel& model, int splits);
+
 // decode steps of `model` replayed from a captured cuda graph so far (0 for other models).
 int64_t CudaGraphReplays(const LlamaModel& model);
 

@@ -2,7 +2,8 @@
 // kernels (one warp per token and head, fp32; coded_prefill.cuh, prefill_attention.cu) on the
 // same random step, for every page format, head_dim 64 and 128 and groups of 1, 3, 4 and 8
 // query heads per kv head; fp16 pages also against float64. sequences start and end inside
-// pages, cross the residual window's and the sink's edges and take up to 33 query tiles.
+// pages, cross the residual window's and the sink's edges and take up to 33 query tiles; the
+// tiled kernel runs with the launcher's key splits, with one and with three.
 // skips itself where there is no cuda device.
 #include <gtest/gtest.h>
 
@@ -69,22 +70,25 @@ TEST_P(CudaPrefillAttentionTest, TiledEqualsReference) {
     ASSERT_EQ(c.Launch(false), "");
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const std::vector<float> ref = c.Output();
-    ASSERT_EQ(c.Launch(true), "");
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    const std::vector<float> got = c.Output();
-    const testing::PrefillError e = testing::ComparePrefill(got, ref, head_dim);
-    const std::string what = std::string(fc.name) + " D=" + std::to_string(head_dim) +
-                             " G=" + std::to_string(group) + " sink=" + std::to_string(sink);
-    EXPECT_EQ(e.nonfinite, 0) << what;  // every row written (the output was poisoned with NaN)
-    EXPECT_LE(e.rel_l2, 2e-3) << what;
-    EXPECT_LE(e.worst_row, 1e-2) << what;
-    if (fc.format == testing::PrefillFormat::kFp16) {
-      const std::vector<double> exact = c.Fp16Reference();
-      EXPECT_LE(testing::ComparePrefill(got, exact, head_dim).rel_l2, 2e-3) << what;
-      EXPECT_LE(testing::ComparePrefill(ref, exact, head_dim).rel_l2, 1e-5) << what;
+    for (int splits : {0, 1, 3}) {  // key splits: 0 = the launcher's choice
+      ASSERT_EQ(c.Launch(true, splits), "");
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      const std::vector<float> got = c.Output();
+      const testing::PrefillError e = testing::ComparePrefill(got, ref, head_dim);
+      const std::string what = std::string(fc.name) + " D=" + std::to_string(head_dim) +
+                               " G=" + std::to_string(group) + " sink=" + std::to_string(sink) +
+                               " splits=" + std::to_string(splits);
+      EXPECT_EQ(e.nonfinite, 0) << what;  // every row written (the output was poisoned with NaN)
+      EXPECT_LE(e.rel_l2, 2e-3) << what;
+      EXPECT_LE(e.worst_row, 1e-2) << what;
+      if (fc.format == testing::PrefillFormat::kFp16) {
+        const std::vector<double> exact = c.Fp16Reference();
+        EXPECT_LE(testing::ComparePrefill(got, exact, head_dim).rel_l2, 2e-3) << what;
+        EXPECT_LE(testing::ComparePrefill(ref, exact, head_dim).rel_l2, 1e-5) << what;
+      }
+      std::printf("%-14s D=%3d G=%d sink=%2d tiles=%d splits=%d: rel %.2e worst row %.2e\n",
+                  fc.name, head_dim, group, sink, c.num_tiles(), splits, e.rel_l2, e.worst_row);
     }
-    std::printf("%-14s D=%3d G=%d sink=%2d tiles=%d: rel %.2e worst row %.2e\n", fc.name, head_dim,
-                group, sink, c.num_tiles(), e.rel_l2, e.worst_row);
   }
 }
 
@@ -123,6 +127,18 @@ TEST(PrefillTilesTest, CoverTheStepInRunsOfOneCodedPrefix) {
     }
     EXPECT_EQ(next, 378);
   }
+}
+
+// the key splits keep one wave of blocks, with >= 8 key tiles a split, at most 8 (no device
+// needed).
+TEST(PrefillTilesTest, KeySplitsFillOneWave) {
+  EXPECT_EQ(cuda::PrefillKeySplits(128, 264, 1008), 2);  // 8B shape, 512 tokens behind 32K
+  EXPECT_EQ(cuda::PrefillKeySplits(48, 528, 1008), cuda::kMaxPrefillSplits);
+  EXPECT_EQ(cuda::PrefillKeySplits(48, 528, 20), 2);    // 20 key tiles: two splits of >= 8
+  EXPECT_EQ(cuda::PrefillKeySplits(48, 528, 7), 1);
+  EXPECT_EQ(cuda::PrefillKeySplits(300, 264, 1008), 1);  // more blocks than one wave
+  EXPECT_EQ(cuda::PrefillKeySplits(0, 264, 1008), 1);
+  EXPECT_EQ(cuda::PrefillWorkFloats(512, 32, 128, 2), int64_t{2} * 512 * 32 * 130);
 }
 
 }  // namespace

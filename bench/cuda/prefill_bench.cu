@@ -2,12 +2,14 @@
 // (kernels/cuda/tiled_prefill.cuh) beside the reference kernels (one warp per token and head),
 // on random steps of every page format (bench/cuda/prefill_case.h).
 //   prefill_bench --check   the sweep of tests/cuda_prefill_attention_test.cc without gtest:
-//                           tiled vs reference (and fp16 vs float64); exit 1 on a failure
+//                           tiled (the launcher's key splits, 1 and 3) vs reference (and fp16
+//                           vs float64); exit 1 on a failure
 //   prefill_bench --bench   one sequence's chunk of CHUNK (512) new tokens behind 0, 2K, 8K and
 //                           32K cached tokens, Llama-3.1-8B (32 q / 8 kv heads, D 128) and
 //                           SmolLM2-135M (9 / 3, D 64) attention shapes: median µs of each kernel
-//                           and the tiled kernel's rate in TFLOP/s (4 D flops per query-key pair
-//                           and head); the reference only up to REF_MAX cached tokens (8192)
+//                           (tiled with one key split and with the launcher's splits) and the
+//                           tiled kernel's rate in TFLOP/s (4 D flops per query-key pair and
+//                           head); the reference only up to REF_MAX cached tokens (8192)
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -69,23 +71,26 @@ int Check() {
           std::string err = c.Launch(false);
           VQ_CUDA_CHECK(cudaDeviceSynchronize());
           const std::vector<float> ref = c.Output();
-          if (err.empty()) err = c.Launch(true);
-          VQ_CUDA_CHECK(cudaDeviceSynchronize());
-          const std::vector<float> got = c.Output();
-          const testing::PrefillError e = testing::ComparePrefill(got, ref, d);
-          double exact = 0.0;
-          if (f.format == PrefillFormat::kFp16)
-            exact = testing::ComparePrefill(got, c.Fp16Reference(), d).rel_l2;
-          const bool ok = err.empty() && e.nonfinite == 0 && e.rel_l2 <= 2e-3 &&
-                          e.worst_row <= 1e-2 && exact <= 2e-3;
-          failures += !ok;
-          ++cases;
-          std::printf(
-              "%s %-14s D=%3d G=%d sink=%2d tiles=%3d: rel %.2e worst row %.2e%s%s\n",
-              ok ? "ok  " : "FAIL", f.name, d, group, sink, c.num_tiles(), e.rel_l2, e.worst_row,
-              f.format == PrefillFormat::kFp16 ? (" vs float64 " + std::to_string(exact)).c_str()
-                                               : "",
-              err.empty() ? "" : (" " + err).c_str());
+          for (int splits : {0, 1, 3}) {  // 0: the launcher's choice
+            if (err.empty()) err = c.Launch(true, splits);
+            VQ_CUDA_CHECK(cudaDeviceSynchronize());
+            const std::vector<float> got = c.Output();
+            const testing::PrefillError e = testing::ComparePrefill(got, ref, d);
+            double exact = 0.0;
+            if (f.format == PrefillFormat::kFp16)
+              exact = testing::ComparePrefill(got, c.Fp16Reference(), d).rel_l2;
+            const bool ok = err.empty() && e.nonfinite == 0 && e.rel_l2 <= 2e-3 &&
+                            e.worst_row <= 1e-2 && exact <= 2e-3;
+            failures += !ok;
+            ++cases;
+            std::printf(
+                "%s %-14s D=%3d G=%d sink=%2d tiles=%3d splits=%d: rel %.2e worst row %.2e%s%s\n",
+                ok ? "ok  " : "FAIL", f.name, d, group, sink, c.num_tiles(), splits, e.rel_l2,
+                e.worst_row,
+                f.format == PrefillFormat::kFp16 ? (" vs float64 " + std::to_string(exact)).c_str()
+                                                 : "",
+                err.empty() ? "" : (" " + err).c_str());
+          }
         }
       }
     }
@@ -103,8 +108,9 @@ int Bench() {
   };
   const Shape shapes[] = {{"llama8b", 32, 8, 128}, {"smollm2", 9, 3, 64}};
   std::printf(
-      "| shape | format | cached | chunk | reference µs | tiled µs | speed-up | tiled TFLOP/s |\n"
-      "|---|---|---|---|---|---|---|---|\n");
+      "| shape | format | cached | chunk | reference µs | tiled, 1 split µs | tiled µs | "
+      "splits' gain | speed-up | tiled TFLOP/s |\n"
+      "|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Shape& sh : shapes) {
     for (const Format& f : kFormats) {
       if (f.format == PrefillFormat::kKivi && f.kivi_bits == 4) continue;
@@ -123,6 +129,10 @@ int Bench() {
                      if (const std::string e = c.Launch(false); !e.empty()) std::abort();
                    });
         }
+        const double one_us = 1e3 * bench::MedianEventMs(2, 10, [&](int) {
+                                if (const std::string e = c.Launch(true, 1); !e.empty())
+                                  std::abort();
+                              });
         const double tiled_us = 1e3 * bench::MedianEventMs(2, 10, [&](int) {
                                   if (const std::string e = c.Launch(true); !e.empty())
                                     std::abort();
@@ -132,8 +142,9 @@ int Bench() {
           std::snprintf(ref, sizeof(ref), "%.1f", ref_us);
           std::snprintf(up, sizeof(up), "%.1fx", ref_us / tiled_us);
         }
-        std::printf("| %s | %s | %d | %d | %s | %.1f | %s | %.1f |\n", sh.name, f.name, cached,
-                    chunk, ref, tiled_us, up, flops / (tiled_us * 1e-6) / 1e12);
+        std::printf("| %s | %s | %d | %d | %s | %.1f | %.1f | %.2fx | %s | %.1f |\n", sh.name,
+                    f.name, cached, chunk, ref, one_us, tiled_us, one_us / tiled_us, up,
+                    flops / (tiled_us * 1e-6) / 1e12);
         std::fflush(stdout);
       }
     }

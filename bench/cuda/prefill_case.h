@@ -72,6 +72,7 @@ class DevicePrefillCase {
       fresh_.push_back(fresh);
       slots_.push_back(batch_ - 1 - b);
       const int total = cached + fresh;
+      max_len_ = std::max(max_len_, total);
       coded_after_.push_back(cuda::PrefillCodedTokens(residual_, P, total));
       for (int i = 0; i < fresh; ++i) {
         tok_seq_.push_back(b);
@@ -98,6 +99,8 @@ class DevicePrefillCase {
     vnew_ = Upload(RandomFloats(static_cast<size_t>(n_) * H * D, nrm, rng));
     q_ = Upload(h_q_);
     out_ = Alloc<float>(h_q_.size());
+    work_floats_ = cuda::PrefillWorkFloats(n_, spec.num_heads, D, cuda::kMaxPrefillSplits);
+    work_ = Alloc<float>(static_cast<size_t>(work_floats_));
     std::vector<int32_t> meta = tok_seq_;
     for (const std::vector<int32_t>* v :
          {&tok_pos_, &slots_, &cached_, &coded_after_, &h_tables_, &first_}) {
@@ -134,8 +137,9 @@ class DevicePrefillCase {
   int num_tokens() const { return n_; }
   int num_tiles() const { return static_cast<int>(tiles_host_.size() / 2); }
 
-  // the step's view; with `tiled` its query tiles are set.
-  cuda::PagedKvStep Step(bool tiled) const {
+  // the step's view; with `tiled` its query tiles are set, and `splits` key splits (0: the
+  // launcher's choice).
+  cuda::PagedKvStep Step(bool tiled, int splits = 0) const {
     const int32_t* d = meta_;
     cuda::PagedKvStep s;
     s.num_tokens = n_;
@@ -151,6 +155,10 @@ class DevicePrefillCase {
     if (tiled) {
       s.q_tiles = s.block_tables + static_cast<size_t>(batch_) * stride_ + batch_;
       s.num_q_tiles = num_tiles();
+      s.max_seq_len = max_len_;
+      s.prefill_work = work_;
+      s.prefill_work_floats = work_floats_;
+      s.prefill_splits = splits;
     }
     s.pages = pages_;
     s.page_stride = 2 * layer_bytes_;
@@ -173,10 +181,10 @@ class DevicePrefillCase {
   }
 
   // the format's prefill launcher into the output (poisoned with NaN first); "" on success.
-  std::string Launch(bool tiled, cudaStream_t stream = nullptr) {
+  std::string Launch(bool tiled, int splits = 0, cudaStream_t stream = nullptr) {
     if (cudaMemsetAsync(out_, 0xff, h_q_.size() * sizeof(float), stream) != cudaSuccess)
       return "memset";
-    const cuda::PagedKvStep s = Step(tiled);
+    const cuda::PagedKvStep s = Step(tiled, splits);
     const int D = spec_.head_dim, nh = spec_.num_heads, H = spec_.num_kv_heads;
     const float scale = 1.0f / std::sqrt(static_cast<float>(D));
     const int64_t qs = static_cast<int64_t>(nh) * D, kvs = static_cast<int64_t>(H) * D;
@@ -292,7 +300,8 @@ class DevicePrefillCase {
 
   PrefillCaseSpec spec_;
   int residual_ = 0, batch_ = 0, n_ = 0, stride_ = 1, num_pages_ = 0, ring_tokens_ = 32;
-  int64_t layer_bytes_ = 0;
+  int max_len_ = 0;
+  int64_t layer_bytes_ = 0, work_floats_ = 0;
   std::vector<int32_t> tok_seq_, tok_pos_, slots_, cached_, fresh_, coded_after_, h_tables_, first_,
       tiles_host_;
   std::vector<uint16_t> h_pages_, h_ring_k_, h_ring_v_;
@@ -302,7 +311,7 @@ class DevicePrefillCase {
   uint8_t* pages_ = nullptr;
   uint16_t *ring_k_ = nullptr, *ring_v_ = nullptr, *sink_k_ = nullptr, *sink_v_ = nullptr;
   float *q_ = nullptr, *qc_ = nullptr, *knew_ = nullptr, *vnew_ = nullptr, *out_ = nullptr;
-  float *k_book_ = nullptr, *v_book_ = nullptr, *freqs_ = nullptr;
+  float *k_book_ = nullptr, *v_book_ = nullptr, *freqs_ = nullptr, *work_ = nullptr;
 };
 
 // max over rows of |a - b| / |b| (rows of `width`), and the overall relative l2 error.

@@ -20,6 +20,14 @@ struct PagedKvStep {
   // count) for the tensor-core prefill kernel; null: the reference kernels.
   const int32_t* q_tiles = nullptr;
   int num_q_tiles = 0;
+  // with q_tiles, the tensor-core kernel may split each tile's keys (flash-decoding style,
+  // merged by a log-sum-exp pass) to fill the sms: max_seq_len is the longest sequence after the
+  // step (host value), prefill_work prefill_work_floats floats of scratch for the partials (null:
+  // no splits), prefill_splits 0 to let the launcher choose, else the count wanted (tests).
+  int max_seq_len = 0;
+  float* prefill_work = nullptr;
+  int64_t prefill_work_floats = 0;
+  int prefill_splits = 0;
 
   // per sequence (batch): ring slot, tokens cached before the step, coded tokens before and
   // after the step (CodedTokens() of num_cached and of num_cached + new tokens).

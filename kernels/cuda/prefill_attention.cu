@@ -62,14 +62,16 @@ __global__ void PrefillAttentionKernel(const PagedKvStep s, const float* q, int6
   for (int e = 0; e < per; ++e) out[t * out_stride + h * D + lane + 32 * e] = acc[e] * inv;
 }
 
-// an fp16 page row for TiledPrefillKernel: K[H][P][D] then V[H][P][D] of the layer slice.
+// fp16 page rows for TiledPrefillKernel (copied by cp.async): K[H][P][D] then V[H][P][D] of
+// the layer slice.
 struct Fp16PageReader {
+  static constexpr bool kFp16Rows = true;
   int num_kv_heads, head_dim, page_tokens;
-  __device__ void Chunk(const uint8_t* slice, int kvh, int jj, int d0, uint4* k, uint4* v) const {
-    const uint16_t* kr = reinterpret_cast<const uint16_t*>(slice) +
-                         (static_cast<int64_t>(kvh) * page_tokens + jj) * head_dim + d0;
-    *k = tiled::LoadHalf8(kr);
-    *v = tiled::LoadHalf8(kr + static_cast<int64_t>(num_kv_heads) * page_tokens * head_dim);
+  __device__ void Rows(const uint8_t* slice, int kvh, int jj, const uint16_t** k,
+                       const uint16_t** v) const {
+    *k = reinterpret_cast<const uint16_t*>(slice) +
+         (static_cast<int64_t>(kvh) * page_tokens + jj) * head_dim;
+    *v = *k + static_cast<int64_t>(num_kv_heads) * page_tokens * head_dim;
   }
 };
 

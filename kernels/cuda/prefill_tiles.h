@@ -39,6 +39,28 @@ inline std::vector<int32_t> PlanPrefillTiles(const std::vector<int32_t>& first,
   return tiles;
 }
 
+// key splits of the tensor-core kernel (PagedKvStep::prefill_work): a split takes at least
+// kMinKeyTilesPerSplit key tiles, and at most kMaxPrefillSplits splits a tile.
+inline constexpr int kMaxPrefillSplits = 8;
+inline constexpr int kMinKeyTilesPerSplit = 8;
+
+// floats of prefill_work for `splits` partials of every (step token, query head): the
+// unnormalized output rows, then (max, sum) pairs.
+inline int64_t PrefillWorkFloats(int num_tokens, int num_heads, int head_dim, int splits) {
+  return static_cast<int64_t>(splits) * num_tokens * num_heads * (head_dim + 2);
+}
+
+// splits for `blocks` blocks (query tiles x head groups) when `resident` fit the gpu at once and
+// the longest sequence spans max_key_tiles key tiles: as many as keep one wave, so that a step of
+// few query tiles still fills the sms, none below kMinKeyTilesPerSplit tiles.
+inline int PrefillKeySplits(int blocks, int resident, int max_key_tiles) {
+  if (blocks <= 0) return 1;
+  int s = resident / blocks;
+  if (s > max_key_tiles / kMinKeyTilesPerSplit) s = max_key_tiles / kMinKeyTilesPerSplit;
+  if (s > kMaxPrefillSplits) s = kMaxPrefillSplits;
+  return s < 1 ? 1 : s;
+}
+
 }  // namespace vqserve::cuda
 
 #endif  // VQSERVE_KERNELS_CUDA_PREFILL_TILES_H_

@@ -20,14 +20,26 @@
 //   __device__ void Chunk(const uint8_t* slice, int kvh, int jj, int d0, uint4* k, uint4* v) const;
 // dims d0 .. d0 + 7 of token jj of the page layer slice as 8 fp16 each: k in the domain of the
 // coded queries qc, v. with Reader::kTakesPosition, jj is the token's absolute position.
+// a reader of fp16 rows (Reader::kFp16Rows: fp16 pages) gives instead
+//   __device__ void Rows(const uint8_t* slice, int kvh, int jj, const uint16_t** k,
+//                        const uint16_t** v) const;
+// token jj's k and v rows; every fp16 row of a tile is then copied by cp.async, in flight while
+// the tile before is computed (runS18d-e: the decoding readers were 3-43% slower so).
+// key splits (blockIdx.z < a.splits, PagedKvStep::prefill_work): split z takes the z-th run of
+// ceil(key tiles / splits) key tiles of its query tile and writes unnormalized partials that
+// LaunchPrefillCombine (prefill_combine.h) merges; one split writes the output itself.
 
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cuda/coded_prefill.cuh"
+#include "kernels/cuda/decode_attention_common.cuh"
 #include "kernels/cuda/mma_ops.cuh"
 #include "kernels/cuda/paged_kv_step.h"
+#include "kernels/cuda/prefill_combine.h"
 #include "kernels/cuda/prefill_tiles.h"
 
 namespace vqserve::cuda {
@@ -51,6 +63,8 @@ struct TiledPrefillArgs {
   int num_heads = 0;
   int hb = 1;  // query heads per block (<= 4)
   float scale = 0.0f;
+  int splits = 1;         // key splits (blockIdx.z)
+  float* part = nullptr;  // splits > 1: the partials (prefill_combine.h)
 };
 
 namespace tiled {
@@ -80,6 +94,13 @@ __device__ __forceinline__ uint4 LoadFloat8AsHalf(const float* p) {
   const float x[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
   return PackHalf8(x);
 }
+
+// whether a Reader's pages are fp16 rows (Reader::kFp16Rows, see the top of this file).
+template <class Reader, class = void>
+struct ReaderHasFp16Rows : std::false_type {};
+template <class Reader>
+struct ReaderHasFp16Rows<Reader, std::void_t<decltype(Reader::kFp16Rows)>>
+    : std::bool_constant<Reader::kFp16Rows> {};
 
 // shared memory of a block: q [rows][kRow] (and qc [rows][kRow] when it differs), then k and
 // v [2 buffers][32][kRow]; rows padded by 16 bytes so ldmatrix rows hit distinct banks.
@@ -149,6 +170,7 @@ __global__ void __launch_bounds__(256, 2)
   const int64_t sink_base = static_cast<int64_t>(s.slots[b]) * s.sink_slot_stride + kvh * D;
   const int64_t ring_base = static_cast<int64_t>(s.slots[b]) * s.ring_slot_stride + kvh * D;
   const int n_tiles = p_last / T + 1;
+  constexpr bool kRows = tiled::ReaderHasFp16Rows<Reader>::value;
   auto fill = [&](int kt, int buf) {
     const int j0 = T * kt;
     const int kind = j0 < in_sink ? 0 : j0 < c ? 1 : 2;
@@ -156,33 +178,65 @@ __global__ void __launch_bounds__(256, 2)
         kind == 1 ? s.pages + table[kt] * s.page_stride + s.layer_offset : nullptr;
     __half* kd = ks + buf * T * kRow;
     __half* vd = vs + buf * T * kRow;
-    for (int i = tid; i < T * kChunks; i += nthreads) {
-      const int jj = i / kChunks, d0 = 8 * (i % kChunks), j = j0 + jj;
-      uint4 kx = make_uint4(0u, 0u, 0u, 0u), vx = kx;
-      if (j <= p_last) {
-        if (kind == 0) {
-          const int64_t r = sink_base + static_cast<int64_t>(j) * row + d0;
-          kx = tiled::LoadHalf8(s.sink_k + r);
-          vx = tiled::LoadHalf8(s.sink_v + r);
+    if constexpr (kRows) {  // fp16 rows by cp.async (waited for before the next barrier)
+      for (int i = tid; i < T * kChunks; i += nthreads) {
+        const int jj = i / kChunks, d0 = 8 * (i % kChunks), j = j0 + jj;
+        uint4* kdst = reinterpret_cast<uint4*>(kd + jj * kRow + d0);
+        uint4* vdst = reinterpret_cast<uint4*>(vd + jj * kRow + d0);
+        const uint16_t *kr = nullptr, *vr = nullptr;
+        if (j > p_last) {
+          *kdst = *vdst = make_uint4(0u, 0u, 0u, 0u);
+        } else if (kind == 0) {
+          kr = s.sink_k + sink_base + static_cast<int64_t>(j) * row + d0;
+          vr = s.sink_v + sink_base + static_cast<int64_t>(j) * row + d0;
         } else if (kind == 1) {
-          if constexpr (ReaderTakesPosition<Reader>::value) {
-            rd.Chunk(slice, kvh, j, d0, &kx, &vx);
-          } else {
-            rd.Chunk(slice, kvh, jj, d0, &kx, &vx);
-          }
+          rd.Rows(slice, kvh, jj, &kr, &vr);
+          kr += d0;
+          vr += d0;
         } else if (j < cached) {
-          const int64_t r = ring_base + static_cast<int64_t>(j % s.ring_tokens) * row + d0;
-          kx = tiled::LoadHalf8(s.ring_k + r);
-          vx = tiled::LoadHalf8(s.ring_v + r);
+          kr = s.ring_k + ring_base + static_cast<int64_t>(j % s.ring_tokens) * row + d0;
+          vr = s.ring_v + ring_base + static_cast<int64_t>(j % s.ring_tokens) * row + d0;
         } else {
           const int64_t r =
               static_cast<int64_t>(a.seq_tok_start[b] + j - cached) * a.kv_stride + kvh * D + d0;
-          kx = tiled::LoadFloat8AsHalf(a.knew + r);
-          vx = tiled::LoadFloat8AsHalf(a.vnew + r);
+          *kdst = tiled::LoadFloat8AsHalf(a.knew + r);
+          *vdst = tiled::LoadFloat8AsHalf(a.vnew + r);
+        }
+        if (kr != nullptr) {
+          CpAsync16(kdst, kr);
+          CpAsync16(vdst, vr);
         }
       }
-      *reinterpret_cast<uint4*>(kd + jj * kRow + d0) = kx;
-      *reinterpret_cast<uint4*>(vd + jj * kRow + d0) = vx;
+      CpAsyncCommit();
+    } else {
+      for (int i = tid; i < T * kChunks; i += nthreads) {
+        const int jj = i / kChunks, d0 = 8 * (i % kChunks), j = j0 + jj;
+        uint4 kx = make_uint4(0u, 0u, 0u, 0u), vx = kx;
+        if (j <= p_last) {
+          if (kind == 0) {
+            const int64_t r = sink_base + static_cast<int64_t>(j) * row + d0;
+            kx = tiled::LoadHalf8(s.sink_k + r);
+            vx = tiled::LoadHalf8(s.sink_v + r);
+          } else if (kind == 1) {
+            if constexpr (ReaderTakesPosition<Reader>::value) {
+              rd.Chunk(slice, kvh, j, d0, &kx, &vx);
+            } else {
+              rd.Chunk(slice, kvh, jj, d0, &kx, &vx);
+            }
+          } else if (j < cached) {
+            const int64_t r = ring_base + static_cast<int64_t>(j % s.ring_tokens) * row + d0;
+            kx = tiled::LoadHalf8(s.ring_k + r);
+            vx = tiled::LoadHalf8(s.ring_v + r);
+          } else {
+            const int64_t r =
+                static_cast<int64_t>(a.seq_tok_start[b] + j - cached) * a.kv_stride + kvh * D + d0;
+            kx = tiled::LoadFloat8AsHalf(a.knew + r);
+            vx = tiled::LoadFloat8AsHalf(a.vnew + r);
+          }
+        }
+        *reinterpret_cast<uint4*>(kd + jj * kRow + d0) = kx;
+        *reinterpret_cast<uint4*>(vd + jj * kRow + d0) = vx;
+      }
     }
   };
 
@@ -198,10 +252,14 @@ __global__ void __launch_bounds__(256, 2)
   const int krow = (lane & 7) + 8 * (lane >> 4), kcol = 8 * ((lane >> 3) & 1);
   const int vrow = (lane & 7) + 8 * ((lane >> 3) & 1), vcol = 8 * (lane >> 4);
 
-  fill(0, 0);
+  // this split's key tiles [kt0, kt1).
+  const int per = (n_tiles + a.splits - 1) / a.splits;
+  const int kt0 = min(n_tiles, static_cast<int>(blockIdx.z) * per), kt1 = min(n_tiles, kt0 + per);
+  if (kt0 < kt1) fill(kt0, kt0 & 1);
+  if constexpr (kRows) CpAsyncWait<0>();
   __syncthreads();
-  for (int kt = 0; kt < n_tiles; ++kt) {
-    if (kt + 1 < n_tiles) fill(kt + 1, (kt + 1) & 1);
+  for (int kt = kt0; kt < kt1; ++kt) {
+    if (kt + 1 < kt1) fill(kt + 1, (kt + 1) & 1);
     const int j0 = T * kt;
     if (active) {
       const __half* qsrc = (j0 >= in_sink && j0 < c) ? qcs : qs;
@@ -286,26 +344,41 @@ __global__ void __launch_bounds__(256, 2)
         }
       }
     }
+    if constexpr (kRows) CpAsyncWait<0>();
     __syncthreads();  // buffer kt & 1 is free for tile kt + 2; tile kt + 1 is visible
   }
   if (!active) return;
-  float inv[2];
+  float l[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    float l = l_run[r];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    inv[r] = l > 0.0f ? 1.0f / l : 0.0f;
+    l[r] = l_run[r];
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
   }
+  const int64_t rows_all = static_cast<int64_t>(s.num_tokens) * a.num_heads;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int tq = tw + g + 8 * r;
     if (tq >= nt) continue;
-    float* dst = a.out + (t0 + tq) * a.out_stride + static_cast<int64_t>(h0 + hw) * D + 2 * t4;
+    float* dst;
+    float inv;
+    if (a.splits == 1) {  // the output
+      dst = a.out + (t0 + tq) * a.out_stride + static_cast<int64_t>(h0 + hw) * D;
+      inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+    } else {  // split z's partial of row (token, head), see prefill_combine.h
+      const int64_t at =
+          blockIdx.z * rows_all + static_cast<int64_t>(t0 + tq) * a.num_heads + h0 + hw;
+      dst = a.part + at * D;
+      inv = 1.0f;
+      if (t4 == 0) {
+        reinterpret_cast<float2*>(a.part + a.splits * rows_all * D)[at] =
+            make_float2(m_run[r], l[r]);
+      }
+    }
 #pragma unroll
     for (int i = 0; i < D / 8; ++i) {
-      *reinterpret_cast<float2*>(dst + 8 * i) =
-          make_float2(o[i][2 * r] * inv[r], o[i][2 * r + 1] * inv[r]);
+      *reinterpret_cast<float2*>(dst + 8 * i + 2 * t4) =
+          make_float2(o[i][2 * r] * inv, o[i][2 * r + 1] * inv);
     }
   }
 }
@@ -327,20 +400,52 @@ inline bool TiledPrefillFits(const PagedKvStep& step, const TiledPrefillArgs& a)
          a.num_heads % step.num_kv_heads == 0;
 }
 
-// launches TiledPrefillKernel<D, Reader> (a.hb set here); the caller checks TiledPrefillFits.
+// the key splits of a launch of `kernel` (PagedKvStep::prefill_splits, else PrefillKeySplits for
+// the sms), as many as prefill_work holds.
+template <class Kernel>
+int TiledPrefillSplits(const PagedKvStep& step, const TiledPrefillArgs& a, Kernel kernel,
+                       int blocks, int threads, int bytes) {
+  const int64_t per_split =
+      PrefillWorkFloats(step.num_tokens, a.num_heads, step.head_dim, /*splits=*/1);
+  const int64_t room = step.prefill_work == nullptr || per_split <= 0
+                           ? 1
+                           : step.prefill_work_floats / per_split;
+  int want = step.prefill_splits;
+  if (want <= 0) {
+    int device = 0, sms = 0, per_sm = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, bytes) !=
+            cudaSuccess) {
+      return 1;
+    }
+    want = PrefillKeySplits(blocks, sms * per_sm,
+                            (step.max_seq_len + kPrefillTileTokens - 1) / kPrefillTileTokens);
+  }
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(want, room)));
+}
+
+// launches TiledPrefillKernel<D, Reader> (a.hb and the splits set here), and the combine of the
+// splits; the caller checks TiledPrefillFits.
 template <class Reader>
 cudaError_t LaunchTiledPrefill(const PagedKvStep& step, const Reader& rd, TiledPrefillArgs a,
                                cudaStream_t stream) {
   a.hb = TiledPrefillHeadsPerBlock(a.num_heads, step.num_kv_heads);
   const bool two_q = a.qc != a.q;
-  const int groups = a.num_heads / step.num_kv_heads / a.hb;
-  const dim3 grid(a.num_tiles, step.num_kv_heads * groups);
+  const int groups = a.num_heads / step.num_kv_heads / a.hb, threads = 64 * a.hb;
   const auto go = [&](auto kernel, int bytes) {
     cudaError_t e =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
     if (e != cudaSuccess) return e;
-    kernel<<<grid, 64 * a.hb, bytes, stream>>>(step, rd, a);
-    return cudaGetLastError();
+    const int blocks = a.num_tiles * step.num_kv_heads * groups;
+    a.splits = TiledPrefillSplits(step, a, kernel, blocks, threads, bytes);
+    a.part = a.splits > 1 ? step.prefill_work : nullptr;
+    const dim3 grid(a.num_tiles, step.num_kv_heads * groups, a.splits);
+    kernel<<<grid, threads, bytes, stream>>>(step, rd, a);
+    e = cudaGetLastError();
+    if (e != cudaSuccess || a.splits == 1) return e;
+    return LaunchPrefillCombine(a.part, a.splits, step.num_tokens, a.num_heads, step.head_dim,
+                                a.out, a.out_stride, stream);
   };
   if (step.head_dim == 64) {
     return go(TiledPrefillKernel<64, Reader>, tiled::Smem<64>::Bytes(a.hb, two_q));
