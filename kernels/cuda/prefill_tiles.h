@@ -44,6 +44,13 @@ inline std::vector<int32_t> PlanPrefillTiles(const std::vector<int32_t>& first,
 inline constexpr int kMaxPrefillSplits = 8;
 inline constexpr int kMinKeyTilesPerSplit = 8;
 
+// the key splits of the last tensor-core prefill launch on this host thread (benchmarks print
+// them).
+inline int& LastTiledPrefillSplits() {
+  thread_local int splits = 0;
+  return splits;
+}
+
 // floats of prefill_work for `splits` partials of every (step token, query head): the
 // unnormalized output rows, then (max, sum) pairs.
 inline int64_t PrefillWorkFloats(int num_tokens, int num_heads, int head_dim, int splits) {

@@ -412,14 +412,18 @@ int TiledPrefillSplits(const PagedKvStep& step, const TiledPrefillArgs& a, Kerne
                            : step.prefill_work_floats / per_split;
   int want = step.prefill_splits;
   if (want <= 0) {
+    // blocks a sm holds with the kernel's preferred carveout at all shared memory (the kernel
+    // takes up to 174 KB).
     int device = 0, sms = 0, per_sm = 0;
     if (cudaGetDevice(&device) != cudaSuccess ||
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+        cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                             cudaSharedmemCarveoutMaxShared) != cudaSuccess ||
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, bytes) !=
             cudaSuccess) {
       return 1;
     }
-    want = PrefillKeySplits(blocks, sms * per_sm,
+    want = PrefillKeySplits(blocks, sms * std::max(per_sm, 1),
                             (step.max_seq_len + kPrefillTileTokens - 1) / kPrefillTileTokens);
   }
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(want, room)));
@@ -440,6 +444,7 @@ cudaError_t LaunchTiledPrefill(const PagedKvStep& step, const Reader& rd, TiledP
     const int blocks = a.num_tiles * step.num_kv_heads * groups;
     a.splits = TiledPrefillSplits(step, a, kernel, blocks, threads, bytes);
     a.part = a.splits > 1 ? step.prefill_work : nullptr;
+    LastTiledPrefillSplits() = a.splits;
     const dim3 grid(a.num_tiles, step.num_kv_heads * groups, a.splits);
     kernel<<<grid, threads, bytes, stream>>>(step, rd, a);
     e = cudaGetLastError();
