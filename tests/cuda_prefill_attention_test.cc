@@ -129,15 +129,15 @@ TEST(PrefillTilesTest, CoverTheStepInRunsOfOneCodedPrefix) {
   }
 }
 
-// the key splits keep one wave of blocks, with >= 8 key tiles a split, at most 8 (no device
-// needed).
-TEST(PrefillTilesTest, KeySplitsFillOneWave) {
-  EXPECT_EQ(cuda::PrefillKeySplits(128, 264, 1008), 2);  // 8B shape, 512 tokens behind 32K
-  EXPECT_EQ(cuda::PrefillKeySplits(48, 528, 1008), cuda::kMaxPrefillSplits);
-  EXPECT_EQ(cuda::PrefillKeySplits(48, 528, 20), 2);    // 20 key tiles: two splits of >= 8
-  EXPECT_EQ(cuda::PrefillKeySplits(48, 528, 7), 1);
-  EXPECT_EQ(cuda::PrefillKeySplits(300, 264, 1008), 1);  // more blocks than one wave
-  EXPECT_EQ(cuda::PrefillKeySplits(0, 264, 1008), 1);
+// the key splits keep the grid within 4 blocks a sm, with >= 16 key tiles a split, at most 8
+// (no device needed).
+TEST(PrefillTilesTest, KeySplitsFillTheSms) {
+  EXPECT_EQ(cuda::PrefillKeySplits(128, 132, 1008), 4);  // 8B shape, 512 tokens behind 32K
+  EXPECT_EQ(cuda::PrefillKeySplits(24, 132, 1008), cuda::kMaxPrefillSplits);  // SmolLM2 shape
+  EXPECT_EQ(cuda::PrefillKeySplits(24, 132, 40), 2);    // 40 key tiles: two splits of >= 16
+  EXPECT_EQ(cuda::PrefillKeySplits(128, 132, 16), 1);   // a first chunk: one split
+  EXPECT_EQ(cuda::PrefillKeySplits(600, 132, 1008), 1);  // more than 4 blocks a sm already
+  EXPECT_EQ(cuda::PrefillKeySplits(0, 132, 1008), 1);
   EXPECT_EQ(cuda::PrefillWorkFloats(512, 32, 128, 2), int64_t{2} * 512 * 32 * 130);
 }
 

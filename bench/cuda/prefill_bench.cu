@@ -9,7 +9,8 @@
 //                           SmolLM2-135M (9 / 3, D 64) attention shapes: median µs of each kernel
 //                           (tiled with one key split and with the launcher's splits) and the
 //                           tiled kernel's rate in TFLOP/s (4 D flops per query-key pair and
-//                           head); the reference only up to REF_MAX cached tokens (8192)
+//                           head); the reference only up to REF_MAX cached tokens (8192);
+//                           SPLITS > 0 forces that many key splits instead of the launcher's
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -102,6 +103,7 @@ int Check() {
 int Bench() {
   const int chunk = std::getenv("CHUNK") ? std::atoi(std::getenv("CHUNK")) : 512;
   const int ref_max = std::getenv("REF_MAX") ? std::atoi(std::getenv("REF_MAX")) : 8192;
+  const int splits = std::getenv("SPLITS") ? std::atoi(std::getenv("SPLITS")) : 0;
   struct Shape {
     const char* name;
     int heads, kv_heads, d;
@@ -134,7 +136,7 @@ int Bench() {
                                   std::abort();
                               });
         const double tiled_us = 1e3 * bench::MedianEventMs(2, 10, [&](int) {
-                                  if (const std::string e = c.Launch(true); !e.empty())
+                                  if (const std::string e = c.Launch(true, splits); !e.empty())
                                     std::abort();
                                 });
         char ref[32] = "-", up[32] = "-";

@@ -10,7 +10,7 @@
 // codes or all fp16, and a code page is decoded once per tile into shared memory (fp16), not
 // into a buffer in device memory.
 //
-// grid (query tiles, kv heads x head groups), 64 hb threads: hb query heads of one kv head per
+// grid (query tiles, kv heads x head groups, key splits), 64 hb threads: hb query heads of one kv head per
 // block, 32 rows each (the tile's tokens); warp w takes head w / 2, tokens 16 (w & 1) .. + 15.
 // per key tile (double-buffered in shared memory, the next one filled before this one is used):
 //   s = q k^T   mma m16n8k16 (q rows from shared memory, k by ldmatrix), scores in log2 units
@@ -400,11 +400,9 @@ inline bool TiledPrefillFits(const PagedKvStep& step, const TiledPrefillArgs& a)
          a.num_heads % step.num_kv_heads == 0;
 }
 
-// the key splits of a launch of `kernel` (PagedKvStep::prefill_splits, else PrefillKeySplits for
-// the sms), as many as prefill_work holds.
-template <class Kernel>
-int TiledPrefillSplits(const PagedKvStep& step, const TiledPrefillArgs& a, Kernel kernel,
-                       int blocks, int threads, int bytes) {
+// the key splits of a launch of `blocks` blocks (PagedKvStep::prefill_splits, else
+// PrefillKeySplits for the gpu's sms), as many as prefill_work holds.
+inline int TiledPrefillSplits(const PagedKvStep& step, const TiledPrefillArgs& a, int blocks) {
   const int64_t per_split =
       PrefillWorkFloats(step.num_tokens, a.num_heads, step.head_dim, /*splits=*/1);
   const int64_t room = step.prefill_work == nullptr || per_split <= 0
@@ -412,18 +410,12 @@ int TiledPrefillSplits(const PagedKvStep& step, const TiledPrefillArgs& a, Kerne
                            : step.prefill_work_floats / per_split;
   int want = step.prefill_splits;
   if (want <= 0) {
-    // blocks a sm holds with the kernel's preferred carveout at all shared memory (the kernel
-    // takes up to 174 KB).
-    int device = 0, sms = 0, per_sm = 0;
+    int device = 0, sms = 0;
     if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-        cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                             cudaSharedmemCarveoutMaxShared) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, bytes) !=
-            cudaSuccess) {
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
       return 1;
     }
-    want = PrefillKeySplits(blocks, sms * std::max(per_sm, 1),
+    want = PrefillKeySplits(blocks, sms,
                             (step.max_seq_len + kPrefillTileTokens - 1) / kPrefillTileTokens);
   }
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(want, room)));
@@ -442,7 +434,7 @@ cudaError_t LaunchTiledPrefill(const PagedKvStep& step, const Reader& rd, TiledP
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
     if (e != cudaSuccess) return e;
     const int blocks = a.num_tiles * step.num_kv_heads * groups;
-    a.splits = TiledPrefillSplits(step, a, kernel, blocks, threads, bytes);
+    a.splits = TiledPrefillSplits(step, a, blocks);
     a.part = a.splits > 1 ? step.prefill_work : nullptr;
     LastTiledPrefillSplits() = a.splits;
     const dim3 grid(a.num_tiles, step.num_kv_heads * groups, a.splits);
