@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "kernels/cuda/decode_attention_common.cuh"
+
 namespace vqserve::cuda {
 namespace {
 
@@ -20,13 +22,9 @@ __global__ void PrefillCombineKernel(const float* work, int splits, int num_toke
                                                                 head_dim) + row;
   const float2 mine = lane < splits ? ml[static_cast<int64_t>(lane) * rows]
                                     : make_float2(-INFINITY, 0.0f);
-  float mx = mine.x;
-#pragma unroll
-  for (int k = 16; k > 0; k >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, k));
+  const float mx = WarpMax(mine.x);
   const float w = mine.x == -INFINITY ? 0.0f : exp2f(mine.x - mx);
-  float l = w * mine.y;
-#pragma unroll
-  for (int k = 16; k > 0; k >>= 1) l += __shfl_xor_sync(0xffffffffu, l, k);
+  const float l = WarpSum(w * mine.y);
   const float inv = l > 0.0f ? 1.0f / l : 0.0f;
   float* dst = out + static_cast<int64_t>(row / num_heads) * out_stride +
                static_cast<int64_t>(row % num_heads) * head_dim;
