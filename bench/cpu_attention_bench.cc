@@ -13,13 +13,13 @@
 #include <string>
 #include <vector>
 
-#include "runtime/calibration_data.h"
-#include "runtime/commvq_codebooks.h"
-#include "runtime/commvq_codec.h"
-#include "runtime/fp16_codec.h"
-#include "runtime/kivi_codec.h"
-#include "runtime/vecinfer_codec.h"
-#include "runtime/vecinfer_trainer.h"
+#include "runtime/calibration/calibration_data.h"
+#include "runtime/kv/commvq_codebooks.h"
+#include "runtime/kv/commvq_codec.h"
+#include "runtime/kv/fp16_codec.h"
+#include "runtime/kv/kivi_codec.h"
+#include "runtime/kv/vecinfer_codec.h"
+#include "runtime/calibration/vecinfer_trainer.h"
 
 namespace vqserve {
 namespace {

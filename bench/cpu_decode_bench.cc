@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/fp16_codec.h"
-#include "runtime/llama_model.h"
-#include "runtime/paged_kv_cache.h"
+#include "runtime/kv/fp16_codec.h"
+#include "runtime/model/llama_model.h"
+#include "runtime/kv/paged_kv_cache.h"
 
 int main(int argc, char** argv) {
   using namespace vqserve;

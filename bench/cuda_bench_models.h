@@ -2,18 +2,18 @@
 #define VQSERVE_BENCH_CUDA_BENCH_MODELS_H_
 
 // the model shapes and kv caches of the cuda runtime's end-to-end benchmarks
-// (cuda_e2e_decode_bench, cuda_e2e_prefill_bench); include only where VQSERVE_WITH_CUDA is set.
+// (cuda_e2e_decode_bench, cuda_e2e_prefill_bench) (built with the cuda backend only).
 
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
-#include "runtime/commvq_codec.h"
-#include "runtime/cuda_kv_cache.h"
-#include "runtime/cuda_random_kv.h"
-#include "runtime/model_config.h"
-#include "runtime/vecinfer_codec.h"
+#include "runtime/kv/commvq_codec.h"
+#include "runtime/cuda/cuda_kv_cache.h"
+#include "runtime/cuda/cuda_random_kv.h"
+#include "runtime/model/model_config.h"
+#include "runtime/kv/vecinfer_codec.h"
 
 namespace vqserve {
 

@@ -21,9 +21,9 @@
 
 #include "absl/strings/str_split.h"
 #include "bench/cuda_bench_models.h"
-#include "runtime/cuda_kv_cache.h"
-#include "runtime/cuda_llama_model.h"
-#include "runtime/llama_model.h"
+#include "runtime/cuda/cuda_kv_cache.h"
+#include "runtime/cuda/cuda_llama_model.h"
+#include "runtime/model/llama_model.h"
 
 namespace vqserve {
 namespace {

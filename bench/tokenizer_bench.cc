@@ -8,8 +8,8 @@
 #include <sstream>
 #include <string>
 
-#include "runtime/gguf_file.h"
-#include "runtime/tokenizer.h"
+#include "runtime/gguf/gguf_file.h"
+#include "runtime/tokenizer/tokenizer.h"
 
 namespace vqserve {
 namespace {

@@ -13,7 +13,7 @@ namespace vqserve {
 
 // pages a sequence of `num_tokens` tokens holds under the residual-window policy: the newest
 // residual_tokens stay in the sequence's fp16 ring, and whole pages are flushed to codes once
-// residual + page tokens are buffered (the scheduler's copy of runtime/kv_cache.h's rule).
+// residual + page tokens are buffered (the scheduler's copy of runtime/kv/kv_cache.h's rule).
 int PagesForTokens(const PagePoolConfig& pool, int num_tokens);
 // largest token count whose pages fit in `num_pages` pages.
 int MaxTokensForPages(const PagePoolConfig& pool, int num_pages);

@@ -6,7 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "runtime/sampler.h"
+#include "runtime/model/sampler.h"
 #include "server/stop_checker.h"
 
 namespace vqserve {

@@ -15,8 +15,8 @@
 
 #include "absl/status/statusor.h"
 #include "proto/vqserve.pb.h"
-#include "runtime/kv_cache.h"
-#include "runtime/llama_model.h"
+#include "runtime/kv/kv_cache.h"
+#include "runtime/model/llama_model.h"
 #include "scheduler/scheduler.h"
 #include "server/request_stream.h"
 #include "server/request_validation.h"

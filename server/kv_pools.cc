@@ -3,9 +3,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/fp16_codec.h"
-#include "runtime/kivi_codec.h"
-#include "runtime/paged_kv_cache.h"
+#include "runtime/kv/fp16_codec.h"
+#include "runtime/kv/kivi_codec.h"
+#include "runtime/kv/paged_kv_cache.h"
 
 namespace vqserve {
 

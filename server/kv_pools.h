@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "runtime/kv_cache.h"
-#include "runtime/kv_codec.h"
+#include "runtime/kv/kv_cache.h"
+#include "runtime/kv/kv_codec.h"
 
 namespace vqserve {
 

@@ -7,7 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "runtime/utf8.h"
+#include "runtime/tokenizer/utf8.h"
 
 namespace vqserve {
 namespace {

@@ -11,8 +11,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "proto/vqserve.pb.h"
-#include "runtime/sampler.h"
-#include "runtime/tokenizer.h"
+#include "runtime/model/sampler.h"
+#include "runtime/tokenizer/tokenizer.h"
 
 namespace vqserve {
 

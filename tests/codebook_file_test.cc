@@ -1,14 +1,14 @@
 // .vqcb artifacts: round trip, corruption and model mismatch refused, factory wiring.
-#include "runtime/codebook_file.h"
+#include "runtime/kv/codebook_file.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <fstream>
 
-#include "runtime/codec_factory.h"
-#include "runtime/gguf_file.h"
-#include "runtime/vecinfer_trainer.h"
+#include "runtime/kv/codec_factory.h"
+#include "runtime/gguf/gguf_file.h"
+#include "runtime/calibration/vecinfer_trainer.h"
 #include "tests/test_paths.h"
 #include "tests/util/codec_check.h"
 

@@ -1,7 +1,7 @@
 // commvq codec: commutativity, attention on codes vs decode-then-attend (float64), paged decode
 // across page boundaries, memory accounting, serialization; on real keys/values of the default
 // model (rearranged into other head_dims / head counts where the model has none).
-#include "runtime/commvq_codec.h"
+#include "runtime/kv/commvq_codec.h"
 
 #include <gtest/gtest.h>
 
@@ -12,11 +12,11 @@
 #include <random>
 #include <vector>
 
-#include "runtime/commvq_math.h"
-#include "runtime/commvq_trainer.h"
+#include "runtime/kv/commvq_math.h"
+#include "runtime/calibration/commvq_trainer.h"
 #include "kernels/cpu/rope.h"
-#include "runtime/ggml_type.h"
-#include "runtime/paged_kv_cache.h"
+#include "runtime/gguf/ggml_type.h"
+#include "runtime/kv/paged_kv_cache.h"
 #include "tests/util/codec_check.h"
 #include "tests/util/model_kv_samples.h"
 

@@ -1,6 +1,6 @@
 // commvq training: em monotonicity, m-step exactness, reconstruction vs rounds, on real keys
 // and values of the default model.
-#include "runtime/commvq_trainer.h"
+#include "runtime/calibration/commvq_trainer.h"
 
 #include <gtest/gtest.h>
 
@@ -10,10 +10,10 @@
 #include <random>
 #include <vector>
 
-#include "runtime/commvq_codec.h"
-#include "runtime/commvq_em.h"
-#include "runtime/commvq_math.h"
-#include "runtime/ggml_type.h"
+#include "runtime/kv/commvq_codec.h"
+#include "runtime/calibration/commvq_em.h"
+#include "runtime/kv/commvq_math.h"
+#include "runtime/gguf/ggml_type.h"
 #include "tests/util/model_kv_samples.h"
 
 namespace vqserve {

@@ -20,24 +20,22 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/codebook_file.h"
-#include "runtime/codec_factory.h"
-#include "runtime/commvq_codebooks.h"
-#include "runtime/commvq_codec.h"
-#include "runtime/cuda_kv_cache.h"
-#include "runtime/cuda_llama_model.h"
-#include "runtime/ggml_type.h"
-#include "runtime/llama_model.h"
-#include "runtime/paged_kv_cache.h"
+#include "runtime/kv/codebook_file.h"
+#include "runtime/kv/codec_factory.h"
+#include "runtime/kv/commvq_codebooks.h"
+#include "runtime/kv/commvq_codec.h"
+#include "runtime/cuda/cuda_kv_cache.h"
+#include "runtime/cuda/cuda_llama_model.h"
+#include "runtime/gguf/ggml_type.h"
+#include "runtime/model/llama_model.h"
+#include "runtime/kv/paged_kv_cache.h"
 #include "tests/test_paths.h"
 #include "tests/util/model_compare.h"
 #include "tests/util/test_server.h"
 
-#if VQSERVE_WITH_CUDA
 #include <cuda_runtime_api.h>
 
 #include "kernels/cuda/commvq_encode.h"
-#endif
 
 namespace vqserve {
 namespace {
@@ -74,7 +72,6 @@ TEST(CudaCommVqCodec, TheGpuHoldsCommVq) {
   EXPECT_NE(none.status().message().find("codebook"), std::string::npos) << none.status();
 }
 
-#if VQSERVE_WITH_CUDA
 // books of `shape` with `rounds` / `vrounds` rounds: key entries ~ N(0, 0.15^2), value
 // centroids ~ N(0, 1), deterministic in `seed`.
 std::shared_ptr<const CommVqCodebooks> RandomBooks(const KvShape& shape, int rounds, int vrounds,
@@ -205,7 +202,6 @@ TEST(CudaCommVqEncode, MatchesCpuEncodePage) {
     cudaFree(dvb);
   }
 }
-#endif  // VQSERVE_WITH_CUDA
 
 std::string CvqcbPath() {
   const char* env = std::getenv("VQSERVE_CVQCB");

@@ -12,27 +12,23 @@
 #include <utility>
 #include <vector>
 
-#if VQSERVE_WITH_CUDA
 #include "bench/cuda/commvq_case.h"
 #include "bench/cuda/device_case.h"
 #include "kernels/cpu/hadamard.h"
 #include "kernels/cuda/commvq_warp_decode.h"
 #include "kernels/cuda/decode_attention.h"
 #include "kernels/cuda/vecinfer_encode.h"
-#include "runtime/commvq_codebooks.h"
-#include "runtime/commvq_codec.h"
-#include "runtime/fp16_codec.h"
-#include "runtime/kivi_codec.h"
-#include "runtime/kv_codec.h"
-#include "runtime/vecinfer_codec.h"
+#include "runtime/kv/commvq_codebooks.h"
+#include "runtime/kv/commvq_codec.h"
+#include "runtime/kv/fp16_codec.h"
+#include "runtime/kv/kivi_codec.h"
+#include "runtime/kv/kv_codec.h"
+#include "runtime/kv/vecinfer_codec.h"
 #include "tests/util/decode_case.h"
 #include "tests/util/decode_reference.h"
-#endif
 
 namespace vqserve {
 namespace {
-
-#if VQSERVE_WITH_CUDA
 
 bool HaveDevice() {
   int n = 0;
@@ -569,12 +565,6 @@ TEST(CudaCommVqEncodedTest, MatchesCpuCodecOnEncodedPages) {
     }
   }
 }
-
-#else  // VQSERVE_WITH_CUDA
-
-TEST(CudaDecodeAttentionTest, NotBuilt) { GTEST_SKIP() << "built without cuda (nvcc not found)"; }
-
-#endif  // VQSERVE_WITH_CUDA
 
 }  // namespace
 }  // namespace vqserve

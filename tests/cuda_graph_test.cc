@@ -1,4 +1,4 @@
-// cuda graphs for decode steps (runtime/cuda_graph_cache.h): three sequences of different
+// cuda graphs for decode steps (runtime/cuda/cuda_graph_cache.h): three sequences of different
 // prompt lengths, prefilled, then decoded greedily together for 210 steps (crossing page
 // flushes of every sequence at different steps, which replay graphs too), give the same tokens
 // and logits with graphs as without (bitwise; commvq within 1e-3 of the logit range, its decode
@@ -20,10 +20,10 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/codebook_file.h"
-#include "runtime/cuda_kv_cache.h"
-#include "runtime/cuda_llama_model.h"
-#include "runtime/llama_model.h"
+#include "runtime/kv/codebook_file.h"
+#include "runtime/cuda/cuda_kv_cache.h"
+#include "runtime/cuda/cuda_llama_model.h"
+#include "runtime/model/llama_model.h"
 #include "tests/test_paths.h"
 #include "tests/util/model_compare.h"
 #include "tests/util/test_server.h"

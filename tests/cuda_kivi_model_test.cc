@@ -18,21 +18,19 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/codec_factory.h"
-#include "runtime/cuda_kv_cache.h"
-#include "runtime/cuda_llama_model.h"
-#include "runtime/ggml_type.h"
-#include "runtime/kivi_codec.h"
-#include "runtime/llama_model.h"
-#include "runtime/paged_kv_cache.h"
+#include "runtime/kv/codec_factory.h"
+#include "runtime/cuda/cuda_kv_cache.h"
+#include "runtime/cuda/cuda_llama_model.h"
+#include "runtime/gguf/ggml_type.h"
+#include "runtime/kv/kivi_codec.h"
+#include "runtime/model/llama_model.h"
+#include "runtime/kv/paged_kv_cache.h"
 #include "tests/test_paths.h"
 #include "tests/util/model_compare.h"
 
-#if VQSERVE_WITH_CUDA
 #include <cuda_runtime_api.h>
 
 #include "kernels/cuda/kivi_encode.h"
-#endif
 
 namespace vqserve {
 namespace {
@@ -69,7 +67,6 @@ TEST(CudaKiviCodec, TheGpuHoldsKivi) {
   EXPECT_NE(bad.message().find("kivi-k2v2, kivi-k4v4"), std::string::npos) << bad;
 }
 
-#if VQSERVE_WITH_CUDA
 // one page (32, H, D) of fp16-rounded values: gaussian channels of varied scale, an outlier
 // channel, a constant channel and token, and values on exact half-levels of a group.
 void FillPage(std::mt19937& rng, int H, int D, std::vector<float>* x) {
@@ -135,7 +132,6 @@ TEST(CudaKiviEncode, MatchesCpuEncodePage) {
     }
   }
 }
-#endif  // VQSERVE_WITH_CUDA
 
 class CudaKiviModelTest : public ::testing::Test {
  protected:

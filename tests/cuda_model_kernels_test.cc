@@ -14,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#if VQSERVE_WITH_CUDA
 #include <cuda_runtime_api.h>
 
 #include "kernels/cpu/hadamard.h"
@@ -25,14 +24,11 @@
 #include "kernels/cuda/model_kernels.h"
 #include "kernels/cuda/ring_kv_step.h"
 #include "kernels/cuda/vecinfer_kv_step.h"
-#include "runtime/cuda_device_array.h"
-#include "runtime/cuda_llama_model.h"
-#endif
+#include "runtime/cuda/cuda_device_array.h"
+#include "runtime/cuda/cuda_llama_model.h"
 
 namespace vqserve {
 namespace {
-
-#if VQSERVE_WITH_CUDA
 
 // a device copy of a host vector (freed with the object); Get() copies it back.
 template <typename T>
@@ -221,10 +217,6 @@ TEST_F(CudaModelKernelsTest, VecInferQueryTransformMatchesCpu) {
     }
   }
 }
-
-#else
-TEST(CudaModelKernelsTest, NeedsCuda) { GTEST_SKIP() << "built without cuda"; }
-#endif
 
 }  // namespace
 }  // namespace vqserve

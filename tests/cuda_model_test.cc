@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "runtime/cuda_kv_cache.h"
-#include "runtime/cuda_llama_model.h"
-#include "runtime/fp16_codec.h"
-#include "runtime/llama_model.h"
-#include "runtime/paged_kv_cache.h"
+#include "runtime/cuda/cuda_kv_cache.h"
+#include "runtime/cuda/cuda_llama_model.h"
+#include "runtime/kv/fp16_codec.h"
+#include "runtime/model/llama_model.h"
+#include "runtime/kv/paged_kv_cache.h"
 #include "tests/test_paths.h"
 
 namespace vqserve {

@@ -12,14 +12,10 @@
 #include <vector>
 
 #include "kernels/cuda/prefill_tiles.h"
-#if VQSERVE_WITH_CUDA
 #include "bench/cuda/prefill_case.h"
-#endif
 
 namespace vqserve {
 namespace {
-
-#if VQSERVE_WITH_CUDA
 
 bool HaveDevice() {
   int n = 0;
@@ -101,8 +97,6 @@ INSTANTIATE_TEST_SUITE_P(Formats, CudaPrefillAttentionTest,
                                   std::to_string(std::get<1>(info.param)) + "_g" +
                                   std::to_string(std::get<2>(info.param));
                          });
-
-#endif  // VQSERVE_WITH_CUDA
 
 // the query tiles: runs of <= 32 tokens of one sequence, each inside one coded-prefix run, that
 // cover every step token once, in order (no device needed).

@@ -17,14 +17,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/calibration_recorder.h"
-#include "runtime/codec_factory.h"
-#include "runtime/cuda_kv_cache.h"
-#include "runtime/cuda_llama_model.h"
-#include "runtime/llama_model.h"
-#include "runtime/paged_kv_cache.h"
-#include "runtime/vecinfer_codec.h"
-#include "runtime/vecinfer_trainer.h"
+#include "runtime/calibration/calibration_recorder.h"
+#include "runtime/kv/codec_factory.h"
+#include "runtime/cuda/cuda_kv_cache.h"
+#include "runtime/cuda/cuda_llama_model.h"
+#include "runtime/model/llama_model.h"
+#include "runtime/kv/paged_kv_cache.h"
+#include "runtime/kv/vecinfer_codec.h"
+#include "runtime/calibration/vecinfer_trainer.h"
 #include "tests/util/model_compare.h"
 #include "tests/util/random_llama_gguf.h"
 

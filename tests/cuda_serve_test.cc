@@ -14,9 +14,9 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/codebook_file.h"
-#include "runtime/cuda_kv_cache.h"
-#include "runtime/cuda_llama_model.h"
+#include "runtime/kv/codebook_file.h"
+#include "runtime/cuda/cuda_kv_cache.h"
+#include "runtime/cuda/cuda_llama_model.h"
 #include "server/engine.h"
 #include "server/inference_server.h"
 #include "server/kv_pools.h"

@@ -17,12 +17,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/codebook_file.h"
-#include "runtime/codec_factory.h"
-#include "runtime/cuda_kv_cache.h"
-#include "runtime/cuda_llama_model.h"
-#include "runtime/llama_model.h"
-#include "runtime/paged_kv_cache.h"
+#include "runtime/kv/codebook_file.h"
+#include "runtime/kv/codec_factory.h"
+#include "runtime/cuda/cuda_kv_cache.h"
+#include "runtime/cuda/cuda_llama_model.h"
+#include "runtime/model/llama_model.h"
+#include "runtime/kv/paged_kv_cache.h"
 #include "tests/test_paths.h"
 #include "tests/util/model_compare.h"
 #include "tests/util/test_server.h"
@@ -34,7 +34,6 @@ using testing::CompareGreedyWithCpu;
 using testing::GreedyComparison;
 using testing::MaxDiff;
 using testing::RunSeq;
-
 
 constexpr char kDefaultCodec[] = "vecinfer-k2v2";
 constexpr int kSteps = 40;

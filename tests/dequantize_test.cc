@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "runtime/ggml_type.h"
+#include "runtime/gguf/ggml_type.h"
 
 namespace vqserve {
 namespace {

@@ -1,7 +1,7 @@
-// ForwardByCache (runtime/forward_by_cache.h): a batch mixing kv caches runs as one sub-step per
+// ForwardByCache (runtime/model/forward_by_cache.h): a batch mixing kv caches runs as one sub-step per
 // cache, and the logit rows come back in batch order (want_logits, want_all_logits, no logits,
 // no new tokens), as one step over the batch would give them.
-#include "runtime/forward_by_cache.h"
+#include "runtime/model/forward_by_cache.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // gguf reader: metadata of every type, tensors, the real model, and corrupt files.
-#include "runtime/gguf_file.h"
+#include "runtime/gguf/gguf_file.h"
 
 #include <cmath>
 #include <cstdio>
@@ -9,7 +9,7 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "runtime/model_config.h"
+#include "runtime/model/model_config.h"
 #include "tests/test_paths.h"
 #include "tests/util/gguf_writer.h"
 

@@ -1,6 +1,6 @@
 // kivi codec: quantization error bound in float64, attention on codes vs dequantize-then-attend,
 // and flushes through the paged cache.
-#include "runtime/kivi_codec.h"
+#include "runtime/kv/kivi_codec.h"
 
 #include <gtest/gtest.h>
 

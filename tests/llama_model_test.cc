@@ -1,7 +1,7 @@
 // the cpu llama forward pass against transformers and llama.cpp on the same gguf
 // (tests/data/hf_logits_fixture.json and logits_fixture.json, made by tools/make_hf_logits_
 // fixture.py and tools/make_logits_fixture.py), batched against alone, chunked against one-shot.
-#include "runtime/llama_model.h"
+#include "runtime/model/llama_model.h"
 
 #include <algorithm>
 #include <cmath>
@@ -15,9 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "gtest/gtest.h"
-#include "runtime/fp16_codec.h"
-#include "runtime/kivi_codec.h"
-#include "runtime/paged_kv_cache.h"
+#include "runtime/kv/fp16_codec.h"
+#include "runtime/kv/kivi_codec.h"
+#include "runtime/kv/paged_kv_cache.h"
 #include "tests/test_paths.h"
 
 namespace vqserve {

@@ -4,7 +4,7 @@
 #include <set>
 
 #include "gtest/gtest.h"
-#include "runtime/kv_cache.h"
+#include "runtime/kv/kv_cache.h"
 
 namespace vqserve {
 namespace {

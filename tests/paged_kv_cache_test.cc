@@ -1,5 +1,5 @@
 // attention through PagedKvCache against naive float64 attention.
-#include "runtime/paged_kv_cache.h"
+#include "runtime/kv/paged_kv_cache.h"
 
 #include <cmath>
 #include <cstring>
@@ -9,8 +9,8 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/half_convert.h"
 #include "kernels/cpu/rope.h"
-#include "runtime/fp16_codec.h"
-#include "runtime/kivi_codec.h"
+#include "runtime/kv/fp16_codec.h"
+#include "runtime/kv/kivi_codec.h"
 
 namespace vqserve {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "runtime/utf8.h"
+#include "runtime/tokenizer/utf8.h"
 
 namespace vqserve {
 namespace {

@@ -1,5 +1,5 @@
 // sampler statistics over many draws against the softmax it is meant to sample.
-#include "runtime/sampler.h"
+#include "runtime/model/sampler.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 // tokenizer tests: ids against llama.cpp fixtures (tools/make_tokenizer_fixture.py), round
 // trips, streaming decode, special tokens and chat templates.
-#include "runtime/tokenizer.h"
+#include "runtime/tokenizer/tokenizer.h"
 
 #include <gtest/gtest.h>
 
@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
-#include "runtime/chat_template.h"
-#include "runtime/gguf_file.h"
-#include "runtime/pre_tokenizer.h"
-#include "runtime/utf8.h"
+#include "runtime/tokenizer/chat_template.h"
+#include "runtime/gguf/gguf_file.h"
+#include "runtime/tokenizer/pre_tokenizer.h"
+#include "runtime/tokenizer/utf8.h"
 #include "tests/test_paths.h"
 #include "tests/util/gguf_writer.h"
 

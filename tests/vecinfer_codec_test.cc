@@ -1,6 +1,6 @@
 // vecinfer codec: transform invariance, round trip vs float64 nearest-centroid search,
 // attention on codes vs dequantize-then-attend, flushes through the paged cache.
-#include "runtime/vecinfer_codec.h"
+#include "runtime/kv/vecinfer_codec.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "kernels/cpu/hadamard.h"
-#include "runtime/vecinfer_trainer.h"
+#include "runtime/calibration/vecinfer_trainer.h"
 #include "tests/util/codec_check.h"
 
 namespace vqserve {

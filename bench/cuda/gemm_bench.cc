@@ -1,4 +1,4 @@
-// the decode-step gemms of the cuda runtime (runtime/cuda_llama_model.cc: y (n, rows) fp32 =
+// the decode-step gemms of the cuda runtime (runtime/cuda/cuda_llama_model.cc: y (n, rows) fp32 =
 // x (n, cols) fp16 . w (rows, cols)ᵀ fp16) at the layer shapes of Llama-3.1-8B and SmolLM2-135M,
 // n = 1, 16, 32 tokens: the runtime's call (cublasGemmEx, fp32 output, CUBLAS_GEMM_DEFAULT)
 // beside every algorithm cublasLt's heuristic offers for the same types (each timed, the

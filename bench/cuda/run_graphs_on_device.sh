@@ -1,5 +1,5 @@
 #!/bin/bash
-# one call on the lent h200 for cuda graphs of decode steps (runtime/cuda_graph_cache.h):
+# one call on the lent h200 for cuda graphs of decode steps (runtime/cuda/cuda_graph_cache.h):
 # cuda_graph_test (tokens and logits with graphs == without, fp16 / kivi / vecinfer caches), then
 # decode speed with and without graphs in the same call: `vqserve generate --device cuda` at
 # batch 1 on the carried model (VQSERVE_CUDA_GRAPHS=0 / 1) and cuda_e2e_decode_bench

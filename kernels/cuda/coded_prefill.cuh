@@ -2,7 +2,7 @@
 #define VQSERVE_KERNELS_CUDA_CODED_PREFILL_CUH_
 
 // causal attention of a multi-token step over a coded paged cache with the cpu cache's rule
-// (runtime/paged_kv_cache.h): the query at position p sees positions below
+// (runtime/kv/paged_kv_cache.h): the query at position p sees positions below
 // in_pages = CodedTokens(p + 1) as codes, except the attention sink (positions below
 // min(sink_tokens, in_pages), fp16 sink rows), and positions in_pages .. p in fp16 (the ring
 // before this step's append, or the step's own rows) -- exactly as if the tokens had been
@@ -37,7 +37,7 @@ template <class Reader>
 struct ReaderTakesPosition<Reader, std::void_t<decltype(Reader::kTakesPosition)>>
     : std::bool_constant<Reader::kTakesPosition> {};
 
-// CodedTokens() of runtime/kv_cache.h.
+// CodedTokens() of runtime/kv/kv_cache.h.
 __device__ inline int CodedTokensDev(int residual, int page, int n) {
   return n < residual + page ? 0 : ((n - residual) / page) * page;
 }

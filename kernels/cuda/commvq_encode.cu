@@ -1,5 +1,5 @@
-// commvq page encode (see commvq_encode.h). the arithmetic follows runtime/commvq_codec.cc and
-// runtime/commvq_math.cc step for step (explicitly rounded intrinsics, so --use_fast_math does
+// commvq page encode (see commvq_encode.h). the arithmetic follows runtime/kv/commvq_codec.cc and
+// runtime/kv/commvq_math.cc step for step (explicitly rounded intrinsics, so --use_fast_math does
 // not change it): the avx2 dot products' lane order, sequential fmas of the projections, the
 // argmin's lowest index on ties. codes then equal the cpu's bit for bit.
 #include "kernels/cuda/commvq_encode.h"
@@ -25,7 +25,7 @@ struct PageIds {
   int64_t bytes;
 };
 
-// the cpu's avx2 Dot (runtime/commvq_math.cc) of n floats, n a multiple of 16: lanes l of two
+// the cpu's avx2 Dot (runtime/kv/commvq_math.cc) of n floats, n a multiple of 16: lanes l of two
 // 8-wide fma accumulators over elements i + l and i + 8 + l, added lane-wise, then the
 // horizontal sum (l, l + 4), (0, 2) + (1, 3). el(k, &a, &b) yields element k of both inputs.
 template <class El>
@@ -215,7 +215,7 @@ __global__ void CommVqEncodeValuesKernel(const CommVqEncodeParams p, const PageI
   }
 }
 
-// largest divisor of head_dim / 2 that is <= 64 (runtime/commvq_codebooks.h CommVqGroupPairs).
+// largest divisor of head_dim / 2 that is <= 64 (runtime/kv/commvq_codebooks.h CommVqGroupPairs).
 int GroupPairs(int head_dim) {
   int g = std::min(64, head_dim / 2);
   while (g > 1 && (head_dim / 2) % g != 0) --g;

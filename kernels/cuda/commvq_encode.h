@@ -4,7 +4,7 @@
 // the flush of pages to commvq codes on the gpu (docs/kv_formats.md, "commvq-R"): per token and
 // kv head the fp16 norm of the pre-rope key, greedy residual rounds over the 4096 (A, B) codes
 // of the commutative key books (exact squared-l2 argmin, in the cpu codec's arithmetic order, so
-// codes equal runtime/commvq_codec.cc's EncodePage), residual k-means rounds over 8-dim value
+// codes equal runtime/kv/commvq_codec.cc's EncodePage), residual k-means rounds over 8-dim value
 // sub-vectors, packed in the page layout.
 
 #include <cuda_runtime_api.h>
@@ -17,7 +17,7 @@ namespace vqserve::cuda {
 struct CommVqEncodeParams {
   const float* k = nullptr;  // (pages, 32, num_kv_heads, head_dim) keys before rope (fp16-rounded)
   const float* v = nullptr;  // (pages, 32, num_kv_heads, head_dim)
-  // this layer's books (runtime/commvq_codebooks.h layout): keys (book rounds, 64, D / 2, 2),
+  // this layer's books (runtime/kv/commvq_codebooks.h layout): keys (book rounds, 64, D / 2, 2),
   // values (book value rounds, D / 8, 256, 8) fp32; kv head h's at + h * *_head_stride floats.
   const float* key_books = nullptr;
   const float* value_books = nullptr;

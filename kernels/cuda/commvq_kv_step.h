@@ -18,7 +18,7 @@
 
 namespace vqserve::cuda {
 
-// one layer's commvq constants in device memory (runtime/commvq_codebooks.h layout).
+// one layer's commvq constants in device memory (runtime/kv/commvq_codebooks.h layout).
 struct CommVqLayerCodec {
   // keys (book rounds, 64, D / 2, 2), values (book value rounds, D / 8, 256, 8) fp32; kv head
   // h's at + h * *_head_stride floats.

@@ -98,7 +98,7 @@ struct DecodeAttentionParams {
   // come through vq_k_codebook / vq_v_codebook: keys (R' >= R rounds, 64 entries, head_dim / 2
   // pairs, 2 = x, y) and values (Rv' >= Rv rounds, head_dim / 8 sub-vectors, 256, 8) fp32 of
   // this layer, kv head h's at + h * vq_{k,v}_codebook_head_stride floats (the layout of
-  // runtime/commvq_codebooks.h). q is the query after rope; q_tilde is unused.
+  // runtime/kv/commvq_codebooks.h). q is the query after rope; q_tilde is unused.
   int commvq_key_rounds = 0;
   int commvq_value_rounds = 0;
   float rope_theta = 10000.0f;

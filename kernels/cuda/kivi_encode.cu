@@ -11,7 +11,7 @@ namespace {
 constexpr int kThreads = 128;
 constexpr int kGroup = 32;  // tokens per key group (the page), channels per value group
 
-// quantizes the 32 values x[i * stride] as runtime/kivi_codec.cc QuantizeGroup does (the same
+// quantizes the 32 values x[i * stride] as runtime/kv/kivi_codec.cc QuantizeGroup does (the same
 // comparisons, fp16 roundings and correctly rounded divisions, whatever --use_fast_math says):
 // writes the fp16 min and scale and the 32 * bits / 8 code bytes.
 __device__ void QuantizeGroup32(const float* x, int64_t stride, int bits, __half* min_out,

@@ -2,7 +2,7 @@
 #define VQSERVE_KERNELS_CUDA_PAGED_KV_APPEND_H_
 
 // appends a step's new keys and values to an fp16 paged kv cache on the device, with the
-// flush policy of runtime/kv_cache.h: positions below CodedTokens(total) live in pages, the
+// flush policy of runtime/kv/kv_cache.h: positions below CodedTokens(total) live in pages, the
 // rest in the sequence's residual ring.
 
 #include <cuda_runtime_api.h>

@@ -3,7 +3,7 @@
 
 // query tiles of a multi-token step for the tensor-core prefill kernel (tiled_prefill.cuh):
 // runs of at most kPrefillTileTokens consecutive new tokens of one sequence whose queries all
-// see the same coded prefix, CodedTokens(p + 1) of runtime/kv_cache.h. host code only.
+// see the same coded prefix, CodedTokens(p + 1) of runtime/kv/kv_cache.h. host code only.
 
 #include <cstdint>
 #include <vector>
@@ -12,7 +12,7 @@ namespace vqserve::cuda {
 
 inline constexpr int kPrefillTileTokens = 32;  // query tokens of a tile, key tokens of a page
 
-// CodedTokens() of runtime/kv_cache.h: tokens in pages once n tokens are cached.
+// CodedTokens() of runtime/kv/kv_cache.h: tokens in pages once n tokens are cached.
 inline int PrefillCodedTokens(int residual, int page, int n) {
   return n < residual + page ? 0 : ((n - residual) / page) * page;
 }

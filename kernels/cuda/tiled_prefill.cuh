@@ -2,7 +2,7 @@
 #define VQSERVE_KERNELS_CUDA_TILED_PREFILL_CUH_
 
 // causal attention of a multi-token step on the tensor cores (flash-attention 2 style), with the
-// cpu cache's rule (runtime/paged_kv_cache.h, as CodedPrefillKernel in coded_prefill.cuh, its
+// cpu cache's rule (runtime/kv/paged_kv_cache.h, as CodedPrefillKernel in coded_prefill.cuh, its
 // reference): the query at position p sees the sink (fp16 rows) below in_sink = min(sink_tokens,
 // c), codes in [in_sink, c) with c = CodedTokens(p + 1), and fp16 rows in [c, p] (the ring
 // before the step's append, or the step's own rows). a query tile (prefill_tiles.h) holds up to

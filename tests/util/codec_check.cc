@@ -5,9 +5,9 @@
 #include <limits>
 #include <random>
 
-#include "runtime/ggml_type.h"
-#include "runtime/kv_cache.h"
-#include "runtime/paged_kv_cache.h"
+#include "runtime/gguf/ggml_type.h"
+#include "runtime/kv/kv_cache.h"
+#include "runtime/kv/paged_kv_cache.h"
 
 namespace vqserve::testing {
 

@@ -5,8 +5,8 @@
 #include <memory>
 #include <vector>
 
-#include "runtime/calibration_data.h"
-#include "runtime/kv_codec.h"
+#include "runtime/calibration/calibration_data.h"
+#include "runtime/kv/kv_codec.h"
 
 namespace vqserve::testing {
 

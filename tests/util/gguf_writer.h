@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/gguf_file.h"
+#include "runtime/gguf/gguf_file.h"
 
 namespace vqserve::testing {
 

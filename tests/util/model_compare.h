@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/kv_cache.h"
-#include "runtime/llama_model.h"
-#include "runtime/tokenizer.h"
+#include "runtime/kv/kv_cache.h"
+#include "runtime/model/llama_model.h"
+#include "runtime/tokenizer/tokenizer.h"
 
 namespace vqserve::testing {
 

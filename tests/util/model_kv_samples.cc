@@ -13,9 +13,9 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "runtime/calibration_recorder.h"
-#include "runtime/kv_cache.h"
-#include "runtime/llama_model.h"
+#include "runtime/calibration/calibration_recorder.h"
+#include "runtime/kv/kv_cache.h"
+#include "runtime/model/llama_model.h"
 #include "tests/test_paths.h"
 
 namespace vqserve::testing {

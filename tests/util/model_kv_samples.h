@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "runtime/calibration_data.h"
+#include "runtime/calibration/calibration_data.h"
 
 namespace vqserve::testing {
 

@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <thread>
 
-#include "runtime/codebook_file.h"
-#include "runtime/codec_factory.h"
-#include "runtime/paged_kv_cache.h"
+#include "runtime/kv/codebook_file.h"
+#include "runtime/kv/codec_factory.h"
+#include "runtime/kv/paged_kv_cache.h"
 #include "server/kv_pools.h"
 #include "tests/test_paths.h"
 

@@ -10,7 +10,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "proto/vqserve.grpc.pb.h"
-#include "runtime/llama_model.h"
+#include "runtime/model/llama_model.h"
 #include "server/engine.h"
 #include "server/inference_server.h"
 #include "server/metrics_registry.h"

@@ -10,13 +10,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "runtime/calibration_recorder.h"
-#include "runtime/codebook_file.h"
-#include "runtime/commvq_codec.h"
-#include "runtime/commvq_trainer.h"
-#include "runtime/gguf_file.h"
-#include "runtime/llama_model.h"
-#include "runtime/vecinfer_trainer.h"
+#include "runtime/calibration/calibration_recorder.h"
+#include "runtime/kv/codebook_file.h"
+#include "runtime/kv/commvq_codec.h"
+#include "runtime/calibration/commvq_trainer.h"
+#include "runtime/gguf/gguf_file.h"
+#include "runtime/model/llama_model.h"
+#include "runtime/calibration/vecinfer_trainer.h"
 #include "tools/vqserve/command.h"
 
 namespace vqserve::cli {

@@ -5,10 +5,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "runtime/codebook_file.h"
-#include "runtime/codec_factory.h"
-#include "runtime/cuda_kv_cache.h"
-#include "runtime/gguf_file.h"
+#include "runtime/kv/codebook_file.h"
+#include "runtime/kv/codec_factory.h"
+#include "runtime/cuda/cuda_backend.h"
+#include "runtime/gguf/gguf_file.h"
 
 namespace vqserve::cli {
 namespace {
@@ -78,10 +78,7 @@ absl::StatusOr<KvCacheMaker> MakeKvCacheMaker(const std::string& model_path, con
                           -> absl::StatusOr<std::unique_ptr<KvCache>> {
     absl::StatusOr<const CodebookFile*> book = BookFor(*books, name);
     if (!book.ok()) return book.status();
-    absl::StatusOr<std::unique_ptr<CudaKvCache>> cache =
-        MakeCudaKvCacheForCodec(name, shape, *book, num_pages, num_slots, sink_tokens);
-    if (!cache.ok()) return cache.status();
-    return std::unique_ptr<KvCache>(std::move(*cache));
+    return MakeCudaKvCacheOf(name, shape, *book, num_pages, num_slots, sink_tokens);
   });
 }
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "runtime/kv_cache.h"
+#include "runtime/kv/kv_cache.h"
 #include "server/kv_pools.h"
 
 namespace vqserve::cli {

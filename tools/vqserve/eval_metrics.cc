@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "kernels/cpu/half_convert.h"
-#include "runtime/paged_kv_cache.h"
+#include "runtime/kv/paged_kv_cache.h"
 
 namespace vqserve::cli {
 

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/calibration_recorder.h"
-#include "runtime/kv_codec.h"
-#include "runtime/llama_model.h"
+#include "runtime/calibration/calibration_recorder.h"
+#include "runtime/kv/kv_codec.h"
+#include "runtime/model/llama_model.h"
 
 namespace vqserve::cli {
 

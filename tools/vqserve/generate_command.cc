@@ -10,12 +10,11 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "runtime/cuda_kv_cache.h"
-#include "runtime/cuda_llama_model.h"
-#include "runtime/fp16_codec.h"
-#include "runtime/llama_model.h"
-#include "runtime/paged_kv_cache.h"
-#include "runtime/sampler.h"
+#include "runtime/cuda/cuda_backend.h"
+#include "runtime/kv/fp16_codec.h"
+#include "runtime/model/llama_model.h"
+#include "runtime/kv/paged_kv_cache.h"
+#include "runtime/model/sampler.h"
 #include "tools/vqserve/codec_choice.h"
 #include "tools/vqserve/command.h"
 

@@ -12,9 +12,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "runtime/cuda_kv_cache.h"
-#include "runtime/cuda_llama_model.h"
-#include "runtime/llama_model.h"
+#include "runtime/cuda/cuda_backend.h"
+#include "runtime/model/llama_model.h"
 #include "server/engine.h"
 #include "server/inference_server.h"
 #include "server/kv_pools.h"

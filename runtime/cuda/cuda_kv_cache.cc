@@ -1,0 +1,307 @@
+#include "runtime/cuda/cuda_kv_cache.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "runtime/kv/codec_factory.h"
+#include "runtime/kv/commvq_codec.h"
+#include "runtime/kv/commvq_math.h"
+#include "runtime/kv/fp16_codec.h"
+#include "runtime/kv/kivi_codec.h"
+
+#include <cuda_runtime_api.h>
+
+#include "kernels/cuda/vecinfer_half_books.h"
+
+namespace vqserve {
+
+namespace {
+constexpr char kCudaCodecs[] =
+    "fp16, kivi-k2v2, kivi-k4v4, vecinfer-kXvY for X, Y in 4, 3, 2, 1.5, 1 "
+    "(with any of the -nosmooth, -nohadamard, -perhead suffixes), commvq-2, commvq-1";
+}  // namespace
+
+absl::Status CudaKvCodecSupported(const std::string& name, int head_dim) {
+  if (head_dim != 0 && head_dim != 64 && head_dim != 128) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the cuda runtime needs head_dim 64 or 128, the model has ", head_dim));
+  }
+  if (name == "fp16" || name == "kivi-k2v2" || name == "kivi-k4v4" || name == "commvq-2" ||
+      name == "commvq-1") {
+    return absl::OkStatus();
+  }
+  bool ok = false;
+  if (absl::StartsWith(name, "vecinfer-")) {
+    absl::StatusOr<VecInferOptions> o = VecInferOptionsForName(name);
+    absl::StatusOr<PqSpec> k = o.ok() ? PqSpecForBits(o->k_bits) : o.status();
+    absl::StatusOr<PqSpec> v = o.ok() ? PqSpecForBits(o->v_bits) : o.status();
+    ok = k.ok() && v.ok();  // every width: the decode dispatch picks the kernel
+  }
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("kv codec '", name, "' cannot be held by the "
+                                                 "cuda runtime, which holds ", kCudaCodecs));
+}
+
+CudaKvCache::~CudaKvCache() {
+  if (pages_ != nullptr) cudaFree(pages_);
+  if (rings_ != nullptr) cudaFree(rings_);
+  if (sinks_ != nullptr) cudaFree(sinks_);
+  if (constants_ != nullptr) cudaFree(constants_);
+  if (half_books_ != nullptr) cudaFree(half_books_);
+}
+
+void CudaKvCache::Append(int, const KvSeqRef&, int, const float*, const float*, const float*) {
+  std::fprintf(stderr, "CudaKvCache: host Append is not offered; the cuda model appends\n");
+  std::abort();
+}
+
+void CudaKvCache::Attend(int, const KvSeqRef&, int, const float*, float*) {
+  std::fprintf(stderr, "CudaKvCache: host Attend is not offered; the cuda model attends\n");
+  std::abort();
+}
+
+uint16_t* CudaKvCache::ring(int layer, int which) const {
+  if (which >= ring_arrays_) return nullptr;
+  const int64_t array = ring_slot_stride_ / ring_arrays_;
+  return rings_ + ring_slot_stride_ * (static_cast<int64_t>(layer) * num_slots_) + array * which;
+}
+
+uint16_t* CudaKvCache::sink(int layer, int which) const {
+  if (sinks_ == nullptr) return nullptr;
+  const int64_t array = sink_slot_stride_ / 2;
+  return sinks_ + sink_slot_stride_ * (static_cast<int64_t>(layer) * num_slots_) + array * which;
+}
+
+absl::Status CudaKvCache::Allocate() {
+  const size_t page_total = spec_.page_bytes * static_cast<size_t>(num_pages_);
+  const size_t sink_total = static_cast<size_t>(sink_slot_stride_) * sizeof(uint16_t) *
+                            shape_.num_layers * num_slots_;
+  const size_t ring_total = spec_.slot_bytes * static_cast<size_t>(num_slots_) - sink_total;
+  void* p = nullptr;
+  if (cudaError_t e = cudaMalloc(&p, page_total > 0 ? page_total : 1); e != cudaSuccess) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cuda kv cache: ", page_total, " bytes of pages: ", cudaGetErrorString(e)));
+  }
+  pages_ = static_cast<uint8_t*>(p);
+  if (cudaError_t e = cudaMalloc(&p, ring_total > 0 ? ring_total : 1); e != cudaSuccess) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cuda kv cache: ", ring_total, " bytes of rings: ", cudaGetErrorString(e)));
+  }
+  rings_ = static_cast<uint16_t*>(p);
+  if (sink_total > 0) {
+    if (cudaError_t e = cudaMalloc(&p, sink_total); e != cudaSuccess) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("cuda kv cache: ", sink_total, " bytes of sinks: ", cudaGetErrorString(e)));
+    }
+    sinks_ = static_cast<uint16_t*>(p);
+  }
+  return absl::OkStatus();
+}
+
+void CudaKvCache::InitSpec(const KvCodec& codec, const KvShape& shape, int num_pages,
+                           int num_slots, int sink_tokens) {
+  shape_ = shape;
+  num_pages_ = num_pages;
+  num_slots_ = num_slots;
+  spec_.codec = codec.name();
+  spec_.page_tokens = codec.page_tokens();
+  spec_.residual_tokens = codec.residual_tokens();
+  spec_.needs_pre_rope_keys = codec.needs_pre_rope_keys();
+  spec_.sink_tokens = spec_.residual_tokens > 0
+                          ? std::max(0, sink_tokens) / spec_.page_tokens * spec_.page_tokens
+                          : 0;
+  ring_tokens_ = spec_.residual_tokens + spec_.page_tokens;
+  layer_page_bytes_ = codec.LayerPageBytes();
+  ring_arrays_ = spec_.needs_pre_rope_keys ? 3 : 2;
+  ring_slot_stride_ = int64_t{ring_arrays_} * ring_tokens_ * shape.num_kv_heads * shape.head_dim;
+  spec_.page_bytes = layer_page_bytes_ * shape.num_layers;
+  sink_slot_stride_ = int64_t{2} * spec_.sink_tokens * shape.num_kv_heads * shape.head_dim;
+  spec_.slot_bytes = (ring_slot_stride_ + sink_slot_stride_) * sizeof(uint16_t) * shape.num_layers;
+  spec_.fixed_bytes = codec.FixedBytes();
+  spec_.bytes_per_token = static_cast<double>(spec_.page_bytes) / spec_.page_tokens;
+}
+
+absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKvCache(const KvShape& shape, int num_pages,
+                                                            int num_slots) {
+  std::unique_ptr<KvCodec> codec = MakeFp16Codec(shape);
+  std::unique_ptr<CudaKvCache> c(new CudaKvCache());
+  c->InitSpec(*codec, shape, num_pages, num_slots);
+  if (absl::Status st = c->Allocate(); !st.ok()) return st;
+  return c;
+}
+
+absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKiviKvCache(const KvShape& shape, int bits,
+                                                                int num_pages, int num_slots,
+                                                                int sink_tokens) {
+  if (bits != 2 && bits != 4) return absl::InvalidArgumentError("cuda kivi cache: bits 2 or 4");
+  if (absl::Status st = CudaKvCodecSupported("kivi-k2v2", shape.head_dim); !st.ok()) return st;
+  std::unique_ptr<KvCodec> codec = MakeKiviCodec(shape, bits);
+  std::unique_ptr<CudaKvCache> c(new CudaKvCache());
+  c->format_ = CudaKvFormat::kKivi;
+  c->kivi_bits_ = bits;
+  c->InitSpec(*codec, shape, num_pages, num_slots, sink_tokens);
+  if (c->spec_.page_tokens != 32) return absl::InternalError("cuda kivi cache: pages of 32");
+  if (absl::Status st = c->Allocate(); !st.ok()) return st;
+  return c;
+}
+
+absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
+    std::shared_ptr<const VecInferCodebooks> cb, int num_pages, int num_slots, int sink_tokens) {
+  const KvShape& shape = cb->shape;
+  const std::string name = VecInferCodecName(cb->options);
+  if (absl::Status st = CudaKvCodecSupported(name, shape.head_dim); !st.ok()) return st;
+  std::unique_ptr<KvCodec> codec = MakeVecInferCodec(cb);
+  const PqSpec k = *PqSpecForBits(cb->options.k_bits), v = *PqSpecForBits(cb->options.v_bits);
+  std::unique_ptr<CudaKvCache> c(new CudaKvCache());
+  c->format_ = CudaKvFormat::kVecInfer;
+  c->InitSpec(*codec, shape, num_pages, num_slots, sink_tokens);
+  if (c->spec_.page_tokens != 32) return absl::InternalError("cuda vecinfer cache: pages of 32");
+  if (absl::Status st = c->Allocate(); !st.ok()) return st;
+  // constants: lambda, k centroids, v centroids, back to back.
+  std::vector<float> all(cb->lambda);
+  all.insert(all.end(), cb->k_centroids.begin(), cb->k_centroids.end());
+  all.insert(all.end(), cb->v_centroids.begin(), cb->v_centroids.end());
+  if (absl::Status st = c->UploadConstants(all); !st.ok()) return st;
+  CudaVecInferConstants& vc = c->vecinfer_;
+  vc.lambda = c->constants_;
+  vc.k_centroids = vc.lambda + cb->lambda.size();
+  vc.v_centroids = vc.k_centroids + cb->k_centroids.size();
+  vc.k_sub_dim = k.sub_dim;
+  vc.v_sub_dim = v.sub_dim;
+  vc.k_code_bits = k.code_bits;
+  vc.v_code_bits = v.code_bits;
+  vc.per_head = cb->options.per_head;
+  vc.hadamard = cb->options.hadamard;
+  if (cuda::VecInferTakesHalfBooks(shape.head_dim, k.sub_dim, v.sub_dim, k.code_bits, v.code_bits)) {
+    // the v8 decode kernel copies the value books and builds its lut from the fp16 key books
+    // instead of converting / loading the fp32 ones per block.
+    const int books = shape.num_layers * (vc.per_head ? shape.num_kv_heads : 1);
+    const int64_t n = cuda::VecInferHalfBookElems(books, shape.head_dim);
+    if (cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&c->half_books_), 2 * n * sizeof(uint16_t));
+        e != cudaSuccess) {
+      return absl::ResourceExhaustedError(absl::StrCat("cuda kv cache: fp16 books: ", cudaGetErrorString(e)));
+    }
+    std::string err = cuda::LaunchVecInferHalfBooks(vc.v_centroids, books, shape.head_dim, v.sub_dim, c->half_books_, nullptr);
+    if (err.empty()) {
+      err = cuda::LaunchVecInferHalfBooks(vc.k_centroids, books, shape.head_dim, k.sub_dim, c->half_books_ + n, nullptr);
+    }
+    if (cudaError_t e = cudaDeviceSynchronize(); err.empty() && e != cudaSuccess) err = cudaGetErrorString(e);
+    if (!err.empty()) return absl::InternalError(absl::StrCat("cuda kv cache: fp16 books: ", err));
+    vc.v_centroids_f16 = c->half_books_;
+    vc.k_centroids_f16 = c->half_books_ + n;
+  }
+  return c;
+}
+
+absl::Status CudaKvCache::UploadConstants(const std::vector<float>& all) {
+  void* p = nullptr;
+  if (cudaError_t e = cudaMalloc(&p, all.size() * sizeof(float)); e != cudaSuccess) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cuda kv cache: codebooks: ", cudaGetErrorString(e)));
+  }
+  constants_ = static_cast<float*>(p);
+  if (cudaError_t e = cudaMemcpy(p, all.data(), all.size() * sizeof(float), cudaMemcpyHostToDevice);
+      e != cudaSuccess) {
+    return absl::InternalError(absl::StrCat("cuda kv cache: codebook upload: ", cudaGetErrorString(e)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaCommVqKvCache(
+    std::shared_ptr<const CommVqCodebooks> books, int key_rounds, int value_rounds, int num_pages,
+    int num_slots, int sink_tokens) {
+  const KvShape& shape = books->shape();
+  if (absl::Status st = CudaKvCodecSupported("commvq-2", shape.head_dim); !st.ok()) return st;
+  if (absl::Status st = CheckCommVqCodec(shape, *books, key_rounds, value_rounds); !st.ok()) {
+    return st;
+  }
+  std::unique_ptr<KvCodec> codec = MakeCommVqCodec(shape, books, key_rounds, value_rounds);
+  std::unique_ptr<CudaKvCache> c(new CudaKvCache());
+  c->format_ = CudaKvFormat::kCommVq;
+  c->InitSpec(*codec, shape, num_pages, num_slots, sink_tokens);
+  if (c->spec_.page_tokens != 32) return absl::InternalError("cuda commvq cache: pages of 32");
+  if (absl::Status st = c->Allocate(); !st.ok()) return st;
+  // constants: the rounds in use of every (layer, head)'s key books, then of the value books,
+  // then the rope frequencies.
+  const size_t kf = books->key_book_floats(), vf = books->value_book_floats();
+  std::vector<float> all;
+  all.reserve(size_t(shape.num_layers) * shape.num_kv_heads * (key_rounds * kf + value_rounds * vf) +
+              shape.head_dim / 2);
+  for (int l = 0; l < shape.num_layers; ++l) {
+    for (int h = 0; h < shape.num_kv_heads; ++h) {
+      const float* k = books->key_book(l, h, 0);  // rounds of one head are contiguous
+      all.insert(all.end(), k, k + key_rounds * kf);
+    }
+  }
+  const size_t value_start = all.size();
+  for (int l = 0; l < shape.num_layers; ++l) {
+    for (int h = 0; h < shape.num_kv_heads; ++h) {
+      const float* v = books->value_book(l, h, 0);
+      all.insert(all.end(), v, v + value_rounds * vf);
+    }
+  }
+  const size_t freq_start = all.size();
+  for (double f : commvq::RopeFrequencies(shape.head_dim, books->rope_theta())) {
+    all.push_back(static_cast<float>(f));
+  }
+  if (absl::Status st = c->UploadConstants(all); !st.ok()) return st;
+  CudaCommVqConstants& cc = c->commvq_;
+  cc.key_books = c->constants_;
+  cc.value_books = c->constants_ + value_start;
+  cc.rope_freqs = c->constants_ + freq_start;
+  cc.key_rounds = key_rounds;
+  cc.value_rounds = value_rounds;
+  cc.rope_theta = books->rope_theta();
+  cc.key_head_stride = static_cast<int64_t>(key_rounds * kf);
+  cc.value_head_stride = static_cast<int64_t>(value_rounds * vf);
+  return c;
+}
+
+absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKvCacheForCodec(
+    const std::string& name, const KvShape& shape, const CodebookFile* codebooks, int num_pages,
+    int num_slots, int sink_tokens) {
+  if (absl::Status st = CudaKvCodecSupported(name, shape.head_dim); !st.ok()) return st;
+  if (name == "fp16") return MakeCudaKvCache(shape, num_pages, num_slots);
+  if (name == "kivi-k2v2" || name == "kivi-k4v4") {
+    return MakeCudaKiviKvCache(shape, name == "kivi-k2v2" ? 2 : 4, num_pages, num_slots,
+                               sink_tokens);
+  }
+  // the cpu factory checks the artifact against the name and shape with its own messages.
+  absl::StatusOr<std::unique_ptr<KvCodec>> check = MakeCodec(name, shape, codebooks);
+  if (!check.ok()) return check.status();
+  if (absl::StartsWith(name, "commvq-")) {
+    absl::StatusOr<CommVqOptions> o = CommVqOptionsForName(name, shape);
+    if (!o.ok()) return o.status();
+    absl::StatusOr<CommVqCodebooks> books =
+        CommVqCodebooks::Deserialize(codebooks->blobs.at("commvq"));  // MakeCodec found it
+    if (!books.ok()) return books.status();
+    return MakeCudaCommVqKvCache(std::make_shared<const CommVqCodebooks>(std::move(*books)),
+                                 o->key_rounds, o->value_rounds, num_pages, num_slots,
+                                 sink_tokens);
+  }
+  absl::StatusOr<VecInferOptions> opts = VecInferOptionsForName(name);
+  if (!opts.ok()) return opts.status();
+  absl::StatusOr<VecInferCodebooks> cb = VecInferCodebooks::FromBlobs(shape, *opts, codebooks->blobs);
+  if (!cb.ok()) return cb.status();
+  return MakeCudaVecInferKvCache(std::make_shared<const VecInferCodebooks>(std::move(*cb)),
+                                 num_pages, num_slots, sink_tokens);
+}
+
+absl::StatusOr<std::unique_ptr<KvCache>> MakeCudaKvCacheOf(const std::string& name,
+                                                           const KvShape& shape,
+                                                           const CodebookFile* codebooks,
+                                                           int num_pages, int num_slots,
+                                                           int sink_tokens) {
+  absl::StatusOr<std::unique_ptr<CudaKvCache>> cache =
+      MakeCudaKvCacheForCodec(name, shape, codebooks, num_pages, num_slots, sink_tokens);
+  if (!cache.ok()) return cache.status();
+  return std::unique_ptr<KvCache>(std::move(*cache));
+}
+
+}  // namespace vqserve

@@ -1,0 +1,623 @@
+#include "runtime/cuda/cuda_llama_model.h"
+
+#include <string>
+
+#include "absl/status/status.h"
+
+#include <cublas_v2.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/cpu/half_convert.h"
+#include "kernels/cuda/decode_attention.h"
+#include "kernels/cuda/model_kernels.h"
+#include "kernels/cuda/paged_kv_append.h"
+#include "kernels/cuda/paged_kv_step.h"
+#include "kernels/cuda/prefill_attention.h"
+#include "kernels/cuda/prefill_tiles.h"
+#include "kernels/cuda/random_fill.h"
+#include "kernels/cpu/rope.h"
+#include "runtime/cuda/cuda_coded_step.h"
+#include "runtime/cuda/cuda_commvq_step.h"
+#include "runtime/cuda/cuda_device_array.h"
+#include "runtime/cuda/cuda_graph_cache.h"
+#include "runtime/cuda/cuda_kivi_step.h"
+#include "runtime/cuda/cuda_kv_cache.h"
+#include "runtime/cuda/cuda_vecinfer_step.h"
+#include "runtime/model/forward_by_cache.h"
+#include "runtime/gguf/gguf_file.h"
+#include "runtime/model/llama_weights.h"
+
+namespace vqserve {
+
+namespace {
+
+// aborts with `what` when a launcher reported an error (a broken device or a programming error).
+void Check(const std::string& err, const char* what) {
+  if (!err.empty()) {
+    std::fprintf(stderr, "CudaLlamaModel: %s: %s\n", what, err.c_str());
+    std::abort();
+  }
+}
+void CheckCuda(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) Check(cudaGetErrorString(e), what);
+}
+void CheckBlas(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS) Check(cublasGetStatusString(s), what);
+}
+void Fail(const char* what) { Check("contract broken", what); }
+
+// whether multi-token steps take the tensor-core prefill kernels: yes unless
+// VQSERVE_CUDA_TILED_PREFILL=0.
+bool TiledPrefillDefault() {
+  const char* env = std::getenv("VQSERVE_CUDA_TILED_PREFILL");
+  return env == nullptr || std::strcmp(env, "0") != 0;
+}
+
+// key splits of the tensor-core prefill kernel: VQSERVE_CUDA_PREFILL_SPLITS, else 0 (the
+// launcher's choice, prefill_tiles.h).
+int PrefillSplitsDefault() {
+  const char* env = std::getenv("VQSERVE_CUDA_PREFILL_SPLITS");
+  return env == nullptr ? 0 : std::clamp(std::atoi(env), 0, cuda::kMaxPrefillSplits);
+}
+
+// fp16 copy of `w` in device memory.
+void UploadHalf(const std::vector<float>& w, DeviceArray<__half>* out) {
+  std::vector<uint16_t> h(w.size());
+  cpu::FloatToHalfRow(w.data(), h.data(), static_cast<int64_t>(w.size()));
+  out->Reserve(w.size());
+  CheckCuda(cudaMemcpy(out->data(), h.data(), h.size() * 2, cudaMemcpyHostToDevice), "upload");
+}
+
+// device weights of one transformer block; q/k/v and gate/up stacked as on the cpu.
+struct CudaLayer {
+  DeviceArray<float> attn_norm, ffn_norm;           // (hidden) fp32
+  DeviceArray<__half> wqkv, wo, wgate_up, wdown;  // (out, in) fp16
+};
+
+class CudaLlamaModel : public LlamaModel {
+ public:
+  ~CudaLlamaModel() override {
+    if (blas_ != nullptr) cublasDestroy(blas_);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+  const ModelConfig& config() const override { return config_; }
+  const Tokenizer& tokenizer() const override {
+    if (tokenizer_ == nullptr) Fail("this random-weight model has no tokenizer");
+    return *tokenizer_;
+  }
+  void Forward(std::span<const ForwardSeq> batch, std::vector<float>* logits) override;
+
+  // reads every tensor and uploads it; errors name the file and the tensor.
+  absl::Status Load(const GgufFile& file);
+  // pseudo-random weights of config_'s shape, made on the device.
+  absl::Status InitRandom(uint64_t seed);
+  void set_use_graphs(bool on) { use_graphs_ = on; }
+  void set_tiled_prefill(bool on) { tiled_prefill_ = on; }
+  void set_prefill_splits(int splits) { prefill_splits_ = splits; }
+  int64_t graph_replays() const { return graphs_.replays(); }
+
+  ModelConfig config_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+
+ private:
+  // Forward of a batch whose sequences with new tokens all use one cache.
+  void ForwardOneCache(std::span<const ForwardSeq> batch, std::vector<float>* logits);
+  // the stream and the cublas handle on it, with a fixed workspace (needed for graph capture).
+  void InitBlas();
+  // y (n, rows) fp32 (+)= x (n, cols) fp16 · w (rows, cols) fp16ᵀ, fp32 accumulation.
+  void Gemm(const __half* x, const __half* w, float* y, int n, int cols, int rows,
+            bool accumulate);
+
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  int rope_half_ = 0;
+  DeviceArray<float> rope_freqs_;
+  DeviceArray<float> token_embd_;  // (vocab, hidden) fp32 for the gather
+  DeviceArray<__half> lm_head_;    // (vocab, hidden) fp16: output.weight or the tied embeddings
+  DeviceArray<float> output_norm_;
+  std::vector<CudaLayer> layers_;
+  // step activations, grown on demand.
+  DeviceArray<int32_t> meta_;
+  DeviceArray<float> x_, qkv_, att_, gu_, logits_, workspace_;
+  DeviceArray<float> kv_pre_;  // commvq: (n, k | v) before rope, what its flushes code
+  DeviceArray<__half> xn_, att16_, h_;
+  CudaCodedStep coded_;  // flushes, sink and gathers of vecinfer, kivi and commvq caches
+  CudaVecInferStep vecinfer_;
+  CudaCommVqStep commvq_;
+  DeviceArray<uint8_t> blas_workspace_;
+  // decode steps without page flushes replay a captured graph (runtime/cuda/cuda_graph_cache.h).
+  bool use_graphs_ = CudaGraphsDefault();
+  // multi-token steps on the tensor-core prefill kernels (VQSERVE_CUDA_TILED_PREFILL=0: the
+  // reference kernels, one warp per token and head).
+  bool tiled_prefill_ = TiledPrefillDefault();
+  int prefill_splits_ = PrefillSplitsDefault();
+  CudaGraphCache graphs_;
+};
+
+void CudaLlamaModel::InitBlas() {
+  constexpr size_t kBlasWorkspaceBytes = size_t{32} << 20;  // cublas' advice for hopper
+  CheckCuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream");
+  CheckBlas(cublasCreate(&blas_), "cublasCreate");
+  CheckBlas(cublasSetStream(blas_, stream_), "cublasSetStream");
+  blas_workspace_.Reserve(kBlasWorkspaceBytes);
+  CheckBlas(cublasSetWorkspace(blas_, blas_workspace_.data(), kBlasWorkspaceBytes),
+            "cublasSetWorkspace");
+}
+
+absl::Status CudaLlamaModel::Load(const GgufFile& file) {
+  const ModelConfig& c = config_;
+  if (c.head_dim != 64 && c.head_dim != 128) {
+    return absl::UnimplementedError(absl::StrCat(file.path(), ": the cuda backend needs head_dim "
+                                                 "64 or 128, the model has ", c.head_dim));
+  }
+  InitBlas();
+  const int64_t hid = c.hidden_size, qd = int64_t{c.num_heads} * c.head_dim,
+                kvd = int64_t{c.num_kv_heads} * c.head_dim, ffn = c.ffn_size;
+  std::vector<float> w;
+  if (absl::Status s = ReadChecked(file, "token_embd.weight", {hid, c.vocab_size}, &w); !s.ok()) {
+    return s;
+  }
+  token_embd_.Upload(w);
+  if (file.FindTensor("output.weight") != nullptr) {
+    if (absl::Status s = ReadChecked(file, "output.weight", {hid, c.vocab_size}, &w); !s.ok()) {
+      return s;
+    }
+  }
+  UploadHalf(w, &lm_head_);
+  if (absl::Status s = ReadChecked(file, "output_norm.weight", {hid}, &w); !s.ok()) return s;
+  output_norm_.Upload(w);
+  layers_ = std::vector<CudaLayer>(c.num_layers);
+  for (int l = 0; l < c.num_layers; ++l) {
+    const std::string p = absl::StrCat("blk.", l, ".");
+    CudaLayer& d = layers_[l];
+    absl::Status s = ReadChecked(file, p + "attn_norm.weight", {hid}, &w);
+    if (s.ok()) d.attn_norm.Upload(w);
+    if (s.ok()) s = ReadChecked(file, p + "ffn_norm.weight", {hid}, &w);
+    if (s.ok()) d.ffn_norm.Upload(w);
+    if (s.ok()) {
+      s = ReadStacked(file, {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"},
+                      {qd, kvd, kvd}, hid, &w);
+    }
+    if (s.ok()) UploadHalf(w, &d.wqkv);
+    if (s.ok()) s = ReadChecked(file, p + "attn_output.weight", {qd, hid}, &w);
+    if (s.ok()) UploadHalf(w, &d.wo);
+    if (s.ok()) {
+      s = ReadStacked(file, {p + "ffn_gate.weight", p + "ffn_up.weight"}, {ffn, ffn}, hid, &w);
+    }
+    if (s.ok()) UploadHalf(w, &d.wgate_up);
+    if (s.ok()) s = ReadChecked(file, p + "ffn_down.weight", {ffn, hid}, &w);
+    if (s.ok()) UploadHalf(w, &d.wdown);
+    if (!s.ok()) return s;
+  }
+  absl::StatusOr<std::vector<float>> freqs = LlamaRopeFrequencies(c, file);
+  if (!freqs.ok()) return freqs.status();
+  rope_half_ = static_cast<int>(freqs->size());
+  rope_freqs_.Upload(*freqs);
+  CheckCuda(cudaDeviceSynchronize(), "weight upload");
+  return absl::OkStatus();
+}
+
+absl::Status CudaLlamaModel::InitRandom(uint64_t seed) {
+  const ModelConfig& c = config_;
+  if (c.head_dim != 64 && c.head_dim != 128) {
+    return absl::UnimplementedError(
+        absl::StrCat("the cuda backend needs head_dim 64 or 128, the config has ", c.head_dim));
+  }
+  if (c.num_layers <= 0 || c.hidden_size <= 0 || c.ffn_size <= 0 || c.vocab_size <= 0 ||
+      c.num_heads <= 0 || c.num_kv_heads <= 0 || c.num_heads % c.num_kv_heads != 0 ||
+      c.rope_dim <= 0 || c.rope_dim > c.head_dim || c.rope_dim % 2 != 0) {
+    return absl::InvalidArgumentError("random cuda model: inconsistent config");
+  }
+  InitBlas();
+  const int64_t hid = c.hidden_size, qd = int64_t{c.num_heads} * c.head_dim,
+                kvd = int64_t{c.num_kv_heads} * c.head_dim, ffn = c.ffn_size;
+  uint64_t next = seed * 1000003;
+  // uniform in ±sqrt(3 / fan_in): unit-variance outputs for unit-variance inputs.
+  auto half = [&](DeviceArray<__half>* a, int64_t rows, int64_t cols) {
+    a->Reserve(size_t(rows * cols));
+    Check(cuda::LaunchFillRandomHalf(a->data(), rows * cols, std::sqrt(3.0f / cols), 0.0f,
+                                     next++, stream_),
+          "random weights");
+  };
+  auto ones = [&](DeviceArray<float>* a) { a->Upload(std::vector<float>(hid, 1.0f)); };
+  token_embd_.Reserve(size_t(c.vocab_size) * hid);
+  Check(cuda::LaunchFillRandomFloat(token_embd_.data(), int64_t{c.vocab_size} * hid, 1.0f, 0.0f,
+                                    next++, stream_),
+        "random embeddings");
+  half(&lm_head_, c.vocab_size, hid);
+  ones(&output_norm_);
+  layers_ = std::vector<CudaLayer>(c.num_layers);
+  for (CudaLayer& d : layers_) {
+    ones(&d.attn_norm);
+    ones(&d.ffn_norm);
+    half(&d.wqkv, qd + 2 * kvd, hid);
+    half(&d.wo, hid, qd);
+    half(&d.wgate_up, 2 * ffn, hid);
+    half(&d.wdown, hid, ffn);
+  }
+  cpu::RopeParams rp;
+  rp.rope_dim = c.rope_dim;
+  rp.theta = c.rope_theta;
+  const std::vector<float> freqs = cpu::RopeFrequencies(rp);
+  rope_half_ = static_cast<int>(freqs.size());
+  rope_freqs_.Upload(freqs);
+  CheckCuda(cudaDeviceSynchronize(), "random weights");
+  return absl::OkStatus();
+}
+
+void CudaLlamaModel::Gemm(const __half* x, const __half* w, float* y, int n, int cols, int rows,
+                          bool accumulate) {
+  // column-major view: yᵀ (rows, n) = w (cols, rows)ᵀ · xᵀ (cols, n).
+  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  CheckBlas(cublasGemmEx(blas_, CUBLAS_OP_T, CUBLAS_OP_N, rows, n, cols, &alpha, w, CUDA_R_16F,
+                         cols, x, CUDA_R_16F, cols, &beta, y, CUDA_R_32F, rows,
+                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+            "cublasGemmEx");
+}
+
+void CudaLlamaModel::Forward(std::span<const ForwardSeq> batch, std::vector<float>* logits) {
+  ForwardByCache(batch, config_.vocab_size, logits,
+                 [this](std::span<const ForwardSeq> one, std::vector<float>* out) {
+                   ForwardOneCache(one, out);
+                 });
+}
+
+void CudaLlamaModel::ForwardOneCache(std::span<const ForwardSeq> batch,
+                                     std::vector<float>* logits) {
+  const ModelConfig& c = config_;
+  const int hid = c.hidden_size, hd = c.head_dim, nh = c.num_heads, nkv = c.num_kv_heads;
+  const int qd = nh * hd, kvd = nkv * hd, ffn = c.ffn_size, qkvd = qd + 2 * kvd;
+  // host metadata of the sequences with new tokens, uploaded in one copy:
+  // ids, tok_seq, tok_pos (n each); slots, num_cached, coded_before, coded_after, ring lengths
+  // (b each); block tables (b, stride); logit rows (r).
+  CudaKvCache* cache = nullptr;
+  std::vector<const ForwardSeq*> seqs;
+  int n = 0, stride = 1;
+  for (const ForwardSeq& s : batch) {
+    if (s.tokens.empty()) continue;
+    auto* cc = dynamic_cast<CudaKvCache*>(s.cache);
+    if (cc == nullptr) Fail("every sequence needs a CudaKvCache");
+    if (cache != nullptr && cc != cache) Fail("all sequences of a step must share one cache");
+    cache = cc;
+    seqs.push_back(&s);
+    n += static_cast<int>(s.tokens.size());
+    stride = std::max(stride, s.kv.num_blocks);
+  }
+  if (n == 0) return;
+  // block tables padded to a power of two: the stride (baked into a cuda graph's launches) then
+  // changes only when a sequence's table doubles.
+  stride = static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::max(stride, 1))));
+  const int b_count = static_cast<int>(seqs.size());
+  const KvCacheSpec& spec = cache->spec();
+  std::vector<int32_t> ids, tok_seq, tok_pos, rows;
+  std::vector<int32_t> num_new(b_count), slots(b_count), cached(b_count), before(b_count), after(b_count),
+      ring_lens(b_count), tables(static_cast<size_t>(b_count) * stride, 0), first(b_count);
+  bool all_single = true;
+  int max_flush = 0, max_coded = 0, max_total = 0;
+  for (int j = 0; j < b_count; ++j) {
+    const ForwardSeq& s = *seqs[j];
+    const int m = static_cast<int>(s.tokens.size()), total = s.kv.num_cached + m;
+    first[j] = static_cast<int32_t>(ids.size());
+    if (s.kv.slot < 0 || s.kv.slot >= cache->num_slots()) Fail("slot out of range");
+    if (PagesForTokens(spec, total) > s.kv.num_blocks) Fail("block table too short");
+    for (int i = 0; i < m; ++i) {
+      if (s.tokens[i] < 0 || s.tokens[i] >= c.vocab_size) Fail("token id out of range");
+      if (s.want_all_logits || (s.want_logits && i == m - 1)) rows.push_back(static_cast<int32_t>(ids.size()));
+      ids.push_back(s.tokens[i]);
+      tok_seq.push_back(j);
+      tok_pos.push_back(s.kv.num_cached + i);
+    }
+    for (int i = 0; i < s.kv.num_blocks; ++i) {
+      if (s.kv.block_table[i] < 0 || s.kv.block_table[i] >= cache->num_pages()) {
+        if (i < PagesForTokens(spec, total)) Fail("page id out of range");
+      } else {
+        tables[static_cast<size_t>(j) * stride + i] = s.kv.block_table[i];
+      }
+    }
+    num_new[j] = m;
+    slots[j] = s.kv.slot;
+    cached[j] = s.kv.num_cached;
+    before[j] = CodedTokens(spec, s.kv.num_cached);
+    after[j] = CodedTokens(spec, total);
+    ring_lens[j] = total - after[j];
+    max_flush = std::max(max_flush, std::min(cached[j], after[j]) - before[j]);
+    max_coded = std::max(max_coded, after[j]);
+    max_total = std::max(max_total, total);
+    if (m != 1) all_single = false;
+  }
+  const int r = static_cast<int>(rows.size());
+  // multi-token steps: query tiles for the tensor-core prefill kernels (prefill_tiles.h).
+  std::vector<int32_t> q_tiles =
+      all_single || !tiled_prefill_
+          ? std::vector<int32_t>()
+          : cuda::PlanPrefillTiles(first, cached, num_new, spec.residual_tokens, spec.page_tokens);
+  std::vector<int32_t> meta;
+  for (std::vector<int32_t>* v : {&ids, &tok_seq, &tok_pos, &slots, &cached, &before, &after,
+                                        &ring_lens, &tables, &rows, &q_tiles}) {
+    meta.insert(meta.end(), v->begin(), v->end());
+  }
+  meta_.UploadAsync(meta, stream_);
+  const bool vecinfer = cache->format() == CudaKvFormat::kVecInfer;
+  const bool kivi = cache->format() == CudaKvFormat::kKivi;
+  const bool commvq = cache->format() == CudaKvFormat::kCommVq;
+  const bool coded = vecinfer || kivi || commvq;
+  if (coded) coded_.Plan(*cache, cached, num_new, tables, stride, stream_);
+  const int32_t* d = meta_.data();
+  const int32_t *d_ids = d, *d_seq = d + n, *d_pos = d + 2 * n;
+  const int32_t *d_slots = d + 3 * n, *d_cached = d_slots + b_count, *d_before = d_cached + b_count,
+                *d_after = d_before + b_count, *d_ring = d_after + b_count,
+                *d_tables = d_ring + b_count, *d_rows = d_tables + tables.size();
+
+  x_.Reserve(size_t(n) * hid);
+  xn_.Reserve(size_t(std::max(n, r)) * hid);
+  qkv_.Reserve(size_t(n) * qkvd);
+  att_.Reserve(size_t(n) * qd);
+  att16_.Reserve(size_t(n) * qd);
+  gu_.Reserve(size_t(n) * 2 * ffn);
+  h_.Reserve(size_t(n) * ffn);
+  if (commvq) kv_pre_.Reserve(size_t(n) * 2 * kvd);
+
+  cuda::PagedKvStep step;
+  step.num_tokens = n;
+  step.tok_seq = d_seq;
+  step.tok_pos = d_pos;
+  step.q_tiles = q_tiles.empty() ? nullptr : d_rows + r;
+  step.num_q_tiles = static_cast<int>(q_tiles.size() / 2);
+  step.batch = b_count;
+  step.slots = d_slots;
+  step.num_cached = d_cached;
+  step.coded_before = d_before;
+  step.coded_after = d_after;
+  step.block_tables = d_tables;
+  step.block_table_stride = stride;
+  step.pages = cache->pages();
+  step.page_stride = static_cast<int64_t>(spec.page_bytes);
+  step.page_tokens = spec.page_tokens;
+  step.ring_slot_stride = cache->ring_slot_stride();
+  step.ring_tokens = cache->ring_tokens();
+  step.num_kv_heads = nkv;
+  step.head_dim = hd;
+  step.sink_slot_stride = cache->sink_slot_stride();
+  step.sink_tokens = spec.sink_tokens;
+  if (!q_tiles.empty()) {
+    // the prefill kernel's key splits (prefill_tiles.h) share the decode steps' workspace: up
+    // to 8 splits of 512 tokens, fewer of longer steps (which fill the sms without).
+    const int splits = std::clamp(4096 / n, 2, cuda::kMaxPrefillSplits);
+    workspace_.Reserve(size_t(cuda::PrefillWorkFloats(n, nh, hd, splits)));
+    step.max_seq_len = max_total;
+    step.prefill_work = workspace_.data();
+    step.prefill_work_floats = static_cast<int64_t>(workspace_.size());
+    step.prefill_splits = prefill_splits_;
+  }
+
+  cuda::DecodeAttentionParams dp;
+  if (all_single) {
+    workspace_.Reserve(cuda::DecodeWorkspaceFloats(b_count, nh, hd));
+    dp.q = qkv_.data();
+    dp.q_batch_stride = qkvd;
+    dp.q_head_stride = hd;
+    dp.out = att_.data();
+    dp.out_batch_stride = qd;
+    dp.out_head_stride = hd;
+    dp.batch = b_count;
+    dp.num_heads = nh;
+    dp.num_kv_heads = nkv;
+    dp.head_dim = hd;
+    dp.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    dp.pages = cache->pages();
+    dp.page_stride = step.page_stride;
+    dp.page_tokens = spec.page_tokens;
+    dp.block_tables = d_tables;
+    dp.block_table_stride = stride;
+    dp.coded_lens = d_after;
+    dp.max_coded_len = max_coded;
+    dp.res_token_stride = kvd;
+    dp.res_head_stride = hd;
+    dp.res_slot_stride = cache->ring_slot_stride();
+    dp.res_ring_tokens = cache->ring_tokens();
+    dp.slots = d_slots;
+    dp.res_lens = d_ring;
+    dp.workspace = workspace_.data();
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  if (r > 0) logits_.Reserve(size_t(r) * c.vocab_size);
+
+  auto launches = [&] {
+    Check(cuda::LaunchEmbeddingGather(d_ids, token_embd_.data(), x_.data(), n, hid, stream_),
+          "embedding");
+    for (int l = 0; l < c.num_layers; ++l) {
+      const CudaLayer& w = layers_[l];
+      step.layer_offset = static_cast<int64_t>(cache->layer_page_bytes()) * l;
+      step.ring_k = cache->ring(l, 0);
+      step.ring_v = cache->ring(l, 1);
+      step.sink_k = cache->sink(l, 0);
+      step.sink_v = cache->sink(l, 1);
+      // attention block.
+      Check(cuda::LaunchRmsNormHalf(x_.data(), nullptr, w.attn_norm.data(), xn_.data(), n, hid,
+                                    c.rms_eps, stream_),
+            "attn norm");
+      Gemm(xn_.data(), w.wqkv.data(), qkv_.data(), n, hid, qkvd, false);
+      if (commvq) {  // k and v before rope (adjacent in a qkv row), for the flushes
+        CheckCuda(cudaMemcpy2DAsync(kv_pre_.data(), 2 * kvd * sizeof(float), qkv_.data() + qd,
+                                    qkvd * sizeof(float), 2 * kvd * sizeof(float), n,
+                                    cudaMemcpyDeviceToDevice, stream_),
+                  "pre-rope keys");
+      }
+      // q's nh heads and k's nkv heads are adjacent in a qkv row: one launch rotates both.
+      Check(cuda::LaunchRope(qkv_.data(), qkvd, n, nh + nkv, hd, rope_half_, d_pos, rope_freqs_.data(),
+                             stream_),
+            "rope q, k");
+      if (coded) {
+        dp.layer_offset = step.layer_offset;
+        dp.res_k = step.ring_k;
+        dp.res_v = step.ring_v;
+        if (commvq) {
+          Check(commvq_.Layer(*cache, l, coded_, step, qkv_.data(), qkvd, kv_pre_.data(), nh,
+                              att_.data(), qd, all_single, dp, stream_),
+                "commvq kv");
+        } else if (vecinfer) {
+          Check(vecinfer_.Layer(*cache, l, coded_, step, qkv_.data(), qkvd, nh, att_.data(), qd,
+                                all_single, dp, stream_),
+                "vecinfer kv");
+        } else {
+          Check(CudaKiviLayer(*cache, l, coded_, step, qkv_.data(), qkvd, nh, att_.data(), qd,
+                              all_single, dp, stream_),
+                "kivi kv");
+        }
+      } else {
+        Check(cuda::LaunchPagedKvFlush(step, max_flush, stream_), "kv flush");
+        Check(cuda::LaunchPagedKvAppend(step, qkv_.data() + qd, qkv_.data() + qd + kvd, qkvd,
+                                        stream_),
+              "kv append");
+        if (all_single) {
+          dp.layer_offset = step.layer_offset;
+          dp.res_k = step.ring_k;
+          dp.res_v = step.ring_v;
+          Check(cuda::LaunchDecodeAttention(cuda::KvPageFormat::kFp16, dp, stream_),
+                "decode attention");
+        } else {
+          Check(cuda::LaunchPrefillAttention(step, qkv_.data(), qkvd, att_.data(), qd, nh, scale,
+                                             stream_),
+                "prefill attention");
+        }
+      }
+      Check(cuda::LaunchFloatToHalf(att_.data(), att16_.data(), int64_t{n} * qd, stream_), "cast");
+      Gemm(att16_.data(), w.wo.data(), x_.data(), n, qd, hid, /*accumulate=*/true);
+      // feed-forward block.
+      Check(cuda::LaunchRmsNormHalf(x_.data(), nullptr, w.ffn_norm.data(), xn_.data(), n, hid,
+                                    c.rms_eps, stream_),
+            "ffn norm");
+      Gemm(xn_.data(), w.wgate_up.data(), gu_.data(), n, hid, 2 * ffn, false);
+      Check(cuda::LaunchSiluMulHalf(gu_.data(), h_.data(), n, ffn, stream_), "silu_mul");
+      Gemm(h_.data(), w.wdown.data(), x_.data(), n, ffn, hid, /*accumulate=*/true);
+    }
+    if (r > 0) {
+      Check(cuda::LaunchRmsNormHalf(x_.data(), d_rows, output_norm_.data(), xn_.data(), r, hid,
+                                    c.rms_eps, stream_),
+            "output norm");
+      Gemm(xn_.data(), lm_head_.data(), logits_.data(), r, hid, c.vocab_size, false);
+    }
+  };  // launches
+  // a decode step: key = every host value and pointer baked into launches. the lengths are
+  // read on the device, so what max_coded changes is only the decode split count (the same in
+  // every layer) and a step flushing pages differs only in the flush count.
+  if (use_graphs_ && all_single) {
+    const CudaVecInferConstants& vc = cache->vecinfer();
+    const CudaCommVqConstants& cq = cache->commvq();
+    const int splits =
+        vecinfer ? cuda::ChooseDecodeSplits(cuda::KvPageFormat::kVecInfer,
+                                            vecinfer_.DecodeParams(*cache, 0, coded_, dp))
+        : kivi   ? cuda::ChooseDecodeSplits(cuda::KvPageFormat::kKivi,
+                                            KiviDecodeParams(*cache, 0, coded_, dp))
+        : commvq ? cuda::ChooseDecodeSplits(cuda::KvPageFormat::kCommVq,
+                                            CudaCommVqStep::DecodeParams(*cache, 0, coded_, dp))
+                 : cuda::ChooseDecodeSplits(cuda::KvPageFormat::kFp16, dp);
+    std::vector<int64_t> key = {n, b_count, stride, r, splits, max_flush, int64_t(cache->format()),
+                                spec.page_tokens, spec.sink_tokens, int64_t(spec.page_bytes),
+                                cache->ring_slot_stride(), cache->ring_tokens(),
+                                cache->sink_slot_stride(), cache->kivi_bits(), vc.k_sub_dim,
+                                vc.v_sub_dim, vc.per_head, vc.hadamard, cq.key_rounds,
+                                cq.value_rounds, cq.key_head_stride, cq.value_head_stride};
+    float theta = cq.rope_theta;  // the bits of the commvq rope base
+    int32_t theta_bits = 0;
+    std::memcpy(&theta_bits, &theta, sizeof(theta_bits));
+    key.push_back(theta_bits);
+    for (const void* p : std::initializer_list<const void*>{
+             cache, cache->pages(), cache->ring(0, 0), cache->sink(0, 0), vc.lambda,
+             vc.k_centroids, vc.v_centroids, meta_.data(), x_.data(), xn_.data(), qkv_.data(),
+             att_.data(), att16_.data(), gu_.data(), h_.data(), workspace_.data(), logits_.data(),
+             vecinfer_.q_tilde(), cq.key_books, cq.value_books, cq.rope_freqs, cache->ring(0, 2),
+             kv_pre_.data()}) {
+      key.push_back(reinterpret_cast<intptr_t>(p));
+    }
+    if (coded) coded_.AppendGraphKey(&key);
+    Check(graphs_.Run(key, stream_, launches), "cuda graph");
+  } else {
+    launches();
+  }
+  if (r > 0) {
+    const size_t base = logits->size();
+    logits->resize(base + size_t(r) * c.vocab_size);
+    CheckCuda(cudaMemcpyAsync(logits->data() + base, logits_.data(),
+                              size_t(r) * c.vocab_size * sizeof(float), cudaMemcpyDeviceToHost,
+                              stream_),
+              "logits copy");
+  }
+  CheckCuda(cudaStreamSynchronize(stream_), "forward");
+}
+
+}  // namespace
+
+bool CudaDeviceAvailable(std::string* why) {
+  int count = 0;
+  if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess || count == 0) {
+    if (why != nullptr) {
+      *why = e != cudaSuccess ? absl::StrCat("no cuda device: ", cudaGetErrorString(e))
+                              : "no cuda device on this machine";
+    }
+    return false;
+  }
+  return true;
+}
+
+bool SetCudaGraphs(LlamaModel& model, bool on) {
+  auto* m = dynamic_cast<CudaLlamaModel*>(&model);
+  if (m != nullptr) m->set_use_graphs(on);
+  return m != nullptr;
+}
+
+bool SetCudaTiledPrefill(LlamaModel& model, bool on) {
+  auto* m = dynamic_cast<CudaLlamaModel*>(&model);
+  if (m != nullptr) m->set_tiled_prefill(on);
+  return m != nullptr;
+}
+
+bool SetCudaPrefillSplits(LlamaModel& model, int splits) {
+  auto* m = dynamic_cast<CudaLlamaModel*>(&model);
+  if (m != nullptr) m->set_prefill_splits(std::clamp(splits, 0, cuda::kMaxPrefillSplits));
+  return m != nullptr;
+}
+
+int64_t CudaGraphReplays(const LlamaModel& model) {
+  auto* m = dynamic_cast<const CudaLlamaModel*>(&model);
+  return m != nullptr ? m->graph_replays() : 0;
+}
+
+absl::StatusOr<std::unique_ptr<LlamaModel>> LoadCudaLlamaModel(const std::string& path) {
+  std::string why;
+  if (!CudaDeviceAvailable(&why)) return absl::FailedPreconditionError(why);
+  absl::StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(path);
+  if (!file.ok()) return file.status();
+  auto model = std::make_unique<CudaLlamaModel>();
+  absl::StatusOr<ModelConfig> config = ModelConfig::FromGguf(**file);
+  if (!config.ok()) return config.status();
+  model->config_ = *config;
+  absl::StatusOr<std::unique_ptr<Tokenizer>> tok = Tokenizer::FromGguf(**file);
+  if (!tok.ok()) return tok.status();
+  model->tokenizer_ = std::move(*tok);
+  if (absl::Status s = model->Load(**file); !s.ok()) return s;
+  return std::unique_ptr<LlamaModel>(std::move(model));
+}
+
+absl::StatusOr<std::unique_ptr<LlamaModel>> MakeRandomCudaLlamaModel(const ModelConfig& config,
+                                                                     uint64_t seed) {
+  std::string why;
+  if (!CudaDeviceAvailable(&why)) return absl::FailedPreconditionError(why);
+  auto model = std::make_unique<CudaLlamaModel>();
+  model->config_ = config;
+  if (absl::Status s = model->InitRandom(seed); !s.ok()) return s;
+  return std::unique_ptr<LlamaModel>(std::move(model));
+}
+
+}  // namespace vqserve

@@ -1,0 +1,63 @@
+#ifndef VQSERVE_RUNTIME_KV_VECINFER_CODEC_H_
+#define VQSERVE_RUNTIME_KV_VECINFER_CODEC_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/kv/kv_codec.h"
+
+namespace vqserve {
+
+// product-quantizer geometry of one bit width: 2^code_bits centroids of sub_dim dims.
+struct PqSpec {
+  int code_bits = 8;
+  int sub_dim = 4;
+};
+// bits per element 4, 3, 2, 1.5, 1 -> (8,2), (12,4), (8,4), (12,8), (8,8); error otherwise.
+absl::StatusOr<PqSpec> PqSpecForBits(float bits);
+
+// what a vecinfer codec and its calibration are configured with.
+struct VecInferOptions {
+  float k_bits = 2;
+  float v_bits = 2;
+  bool smoothing = true;   // per-channel lambda on keys
+  bool hadamard = true;    // walsh-hadamard rotation on keys
+  bool per_head = false;   // one codebook set per kv head instead of per layer
+  // calibration only:
+  int iterations = 30;       // lloyd iterations per codebook
+  int64_t max_samples = 0;   // training rows per codebook (0: 64 per centroid, at most 65536)
+  uint64_t seed = 1;
+  int num_threads = 0;
+};
+
+// "vecinfer-k2v2", with suffixes "-nosmooth", "-nohadamard", "-perhead" for the options.
+std::string VecInferCodecName(const VecInferOptions& options);
+// parses a name written by VecInferCodecName.
+absl::StatusOr<VecInferOptions> VecInferOptionsForName(const std::string& name);
+
+// calibrated constants of a vecinfer codec. g ranges over kv heads with per_head, else 1.
+struct VecInferCodebooks {
+  VecInferOptions options;
+  KvShape shape;
+  std::vector<float> lambda;       // (layers, kv_heads, head_dim); ones without smoothing
+  std::vector<float> k_centroids;  // (layers, g, head_dim / dk, 2^bk, dk), transformed space
+  std::vector<float> v_centroids;  // (layers, g, head_dim / dv, 2^bv, dv)
+
+  // named little-endian fp32 arrays ("lambda", "k_centroids", "v_centroids").
+  std::map<std::string, std::string> ToBlobs() const;
+  // rebuilds from blobs, checking every size against shape and options.
+  static absl::StatusOr<VecInferCodebooks> FromBlobs(const KvShape& shape,
+                                                     const VecInferOptions& options,
+                                                     const std::map<std::string, std::string>& blobs);
+};
+
+// the vecinfer codec over fixed codebooks (shape must equal codebooks->shape).
+std::unique_ptr<KvCodec> MakeVecInferCodec(std::shared_ptr<const VecInferCodebooks> codebooks);
+
+}  // namespace vqserve
+
+#endif  // VQSERVE_RUNTIME_KV_VECINFER_CODEC_H_

@@ -1,0 +1,130 @@
+#include "runtime/model/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace vqserve {
+namespace {
+
+// candidates examined before falling back to a full sort for top-p.
+constexpr int kTopPPrefix = 512;
+
+// a uniform double in [0, 1) from 53 random bits (the same on every platform).
+double Uniform(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+
+// orders candidates by value, descending; ties by id.
+struct Greater {
+  bool operator()(const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) const {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  }
+};
+
+}  // namespace
+
+Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {}
+
+SampledToken Sampler::Sample(std::span<const float> logits, std::span<const int32_t> history) {
+  const int n = static_cast<int>(logits.size());
+  std::vector<float> x(logits.begin(), logits.end());
+  // repetition penalty (ctrl / hf / llama.cpp): each distinct seen token once, positive logits
+  // divided, negative multiplied.
+  if (params_.repetition_penalty != 1.0f && params_.repetition_penalty > 0) {
+    std::vector<bool> seen(n, false);
+    for (int32_t id : history) {
+      if (id < 0 || id >= n || seen[id]) continue;
+      seen[id] = true;
+      x[id] = x[id] > 0 ? x[id] / params_.repetition_penalty : x[id] * params_.repetition_penalty;
+    }
+  }
+
+  SampledToken result;
+  if (params_.temperature <= 0.0f) {
+    result.id = static_cast<int32_t>(std::max_element(x.begin(), x.end()) - x.begin());
+  } else {
+    // hf order: temperature, then top-k, top-p, min-p on the tempered distribution.
+    const float inv_t = 1.0f / params_.temperature;
+    scratch_.resize(n);
+    for (int i = 0; i < n; ++i) scratch_[i] = {x[i] * inv_t, i};
+    const int k = params_.top_k > 0 ? std::min(params_.top_k, n) : n;
+    int kept = k;
+    bool sorted = false;
+    if (k < n) {
+      std::nth_element(scratch_.begin(), scratch_.begin() + k, scratch_.end(), Greater());
+      scratch_.resize(k);
+      std::sort(scratch_.begin(), scratch_.end(), Greater());
+      sorted = true;
+    }
+    // weights exp(x - max) replace the tempered logits (same order); the best weighs 1.
+    float mx = -std::numeric_limits<float>::infinity();
+    for (int i = 0; i < kept; ++i) mx = std::max(mx, scratch_[i].first);
+    double z = 0.0;
+    for (int i = 0; i < kept; ++i) z += (scratch_[i].first = std::exp(scratch_[i].first - mx));
+    if (params_.top_p < 1.0f) {
+      // the smallest most-likely prefix whose probability reaches top_p.
+      const double target = params_.top_p * z;
+      auto prefix_cut = [&](int upto, int* cut) {
+        double cum = 0.0;
+        for (int i = 0; i < upto; ++i) {
+          cum += scratch_[i].first;
+          if (cum >= target) {
+            *cut = i + 1;
+            return true;
+          }
+        }
+        return false;
+      };
+      int cut = kept;
+      bool found = false;
+      if (!sorted && kept > kTopPPrefix) {
+        std::nth_element(scratch_.begin(), scratch_.begin() + kTopPPrefix,
+                         scratch_.begin() + kept, Greater());
+        std::sort(scratch_.begin(), scratch_.begin() + kTopPPrefix, Greater());
+        found = prefix_cut(kTopPPrefix, &cut);
+      }
+      if (!found) {
+        if (!sorted) std::sort(scratch_.begin(), scratch_.begin() + kept, Greater());
+        if (!prefix_cut(kept, &cut)) cut = kept;
+      }
+      kept = cut;
+    }
+    if (params_.min_p > 0.0f) {
+      int w = 0;
+      for (int i = 0; i < kept; ++i) {
+        if (scratch_[i].first >= params_.min_p) scratch_[w++] = scratch_[i];
+      }
+      kept = w;
+    }
+    double mass = 0.0;
+    for (int i = 0; i < kept; ++i) mass += scratch_[i].first;
+    const double u = Uniform(rng_) * mass;
+    double cum = 0.0;
+    result.id = scratch_[kept - 1].second;
+    for (int i = 0; i < kept; ++i) {
+      cum += scratch_[i].first;
+      if (u < cum) {
+        result.id = scratch_[i].second;
+        break;
+      }
+    }
+  }
+
+  // log-probabilities of the model's distribution (raw logits, full softmax).
+  const float mx = *std::max_element(logits.begin(), logits.end());
+  float z = 0.0f;
+  for (float v : logits) z += std::exp(v - mx);
+  const float lse = mx + static_cast<float>(std::log(z));
+  result.logprob = logits[result.id] - lse;
+  if (params_.logprobs > 0) {
+    const int top = std::min(params_.logprobs, n);
+    scratch_.resize(n);
+    for (int i = 0; i < n; ++i) scratch_[i] = {logits[i], i};
+    std::partial_sort(scratch_.begin(), scratch_.begin() + top, scratch_.end(), Greater());
+    for (int i = 0; i < top; ++i) {
+      result.top_logprobs.emplace_back(scratch_[i].second, scratch_[i].first - lse);
+    }
+  }
+  return result;
+}
+
+}  // namespace vqserve
