@@ -3,15 +3,13 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/kv/page_flush.h"
 #include "scheduler/check.h"
 
 namespace vqserve {
 
 int PagesForTokens(const PagePoolConfig& pool, int num_tokens) {
-  // a page is flushed only when residual + page tokens are buffered, so the newest
-  // residual_tokens (plus up to page_tokens - 1 more) stay in the ring.
-  if (num_tokens < pool.residual_tokens + pool.page_tokens) return 0;
-  return (num_tokens - pool.residual_tokens) / pool.page_tokens;
+  return CodedTokenCount(num_tokens, pool.residual_tokens, pool.page_tokens) / pool.page_tokens;
 }
 
 int MaxTokensForPages(const PagePoolConfig& pool, int num_pages) {

@@ -365,12 +365,14 @@ void Engine::FinishActive(int64_t id, v1::FinishReason reason) {
   usage.set_completion_tokens(seq.num_generated());
   usage.set_kv_codec(a.req.codec);
   usage.set_num_preemptions(seq.num_preemptions);
-  int64_t held = static_cast<int64_t>(seq.block_table.size() * spec.page_bytes) +
-                 (seq.slot >= 0 ? static_cast<int64_t>(spec.slot_bytes) : 0);
-  usage.set_kv_bytes(held);
+  // the request's own kv: its pages and the tokens it holds in its fp16 ring (not the whole
+  // preallocated ring).
   const int cached = seq.num_computed;
   const double fp16 = cached * fp16_bytes_per_token_;
   const int coded = CodedTokens(spec, cached);
+  const int64_t held = static_cast<int64_t>(seq.block_table.size() * spec.page_bytes) +
+                       static_cast<int64_t>((cached - coded) * fp16_bytes_per_token_);
+  usage.set_kv_bytes(held);
   const double used = coded * spec.bytes_per_token + (cached - coded) * fp16_bytes_per_token_;
   usage.set_kv_fp16_equivalent_bytes(static_cast<int64_t>(fp16));
   usage.set_kv_compression_ratio(used > 0 ? fp16 / used : 1.0);

@@ -3,19 +3,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/kv/fp16_codec.h"
-#include "runtime/kv/kivi_codec.h"
 #include "runtime/kv/paged_kv_cache.h"
 
 namespace vqserve {
-
-absl::StatusOr<std::unique_ptr<KvCodec>> MakeBuiltinCodec(const std::string& name,
-                                                          const KvShape& shape) {
-  if (name == "fp16") return MakeFp16Codec(shape);
-  if (name == "kivi-k2v2") return MakeKiviCodec(shape, 2);
-  if (name == "kivi-k4v4") return MakeKiviCodec(shape, 4);
-  return absl::InvalidArgumentError(absl::StrCat("kv codec '", name, "' is not built in"));
-}
 
 KvCacheMaker HostKvCacheMaker(CodecMaker make, int sink_tokens) {
   return [make = std::move(make), sink_tokens](

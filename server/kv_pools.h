@@ -26,10 +26,6 @@ using KvCacheMaker = std::function<absl::StatusOr<std::unique_ptr<KvCache>>(
 // tokens in fp16 (the attention sink; PagedKvCache rounds it to pages).
 KvCacheMaker HostKvCacheMaker(CodecMaker make, int sink_tokens = 0);
 
-// codecs that need no codebooks: "fp16", "kivi-k2v2", "kivi-k4v4".
-absl::StatusOr<std::unique_ptr<KvCodec>> MakeBuiltinCodec(const std::string& name,
-                                                          const KvShape& shape);
-
 // one cache per codec; `kv_memory_bytes` is split evenly among them and each pool gets
 // `num_slots` residual rings plus as many pages as the rest of its share holds. fails (naming
 // the codec) when a share cannot hold the rings and `min_pages` pages.

@@ -35,7 +35,8 @@
 
 #include <cuda_runtime_api.h>
 
-#include "kernels/cuda/commvq_encode.h"
+#include "kernels/cuda/encode/commvq_encode.h"
+#include "tests/util/cuda_device.h"
 
 namespace vqserve {
 namespace {
@@ -53,7 +54,7 @@ constexpr double kTieMargin = 0.1;  // a different pick within this cpu lead is 
 // one prefill step vs single-token steps: the prefill and decode paths round differently in
 // fp16, so a key code at a near-tie can come out differently (commvq: 4096 centres a round),
 // and the flip grows over 30 layers. measured on the full default model without a sink:
-// 2.8% of the range (runS9g; 0.7% with the sink, 0.03% on the 2-block model), as kivi-k2v2's
+// 2.8% of the range (0.7% with the sink, 0.03% on the 2-block model), as kivi-k2v2's
 // 3.0% there (cuda_kivi_model_test, same bound). 64-token chunks stay exact (0.0).
 constexpr double kChunkRelTolerance = 0.04;
 // encode: share of page bytes allowed to differ from the cpu's (near-ties of two codes).
@@ -121,8 +122,7 @@ T* DeviceCopy(const std::vector<T>& host) {
 }
 
 TEST(CudaCommVqEncode, MatchesCpuEncodePage) {
-  std::string why;
-  if (!CudaDeviceAvailable(&why)) GTEST_SKIP() << why;
+  VQ_SKIP_WITHOUT_CUDA_DEVICE();
   std::mt19937 rng(11);
   for (auto [H, D] : {std::pair{3, 64}, std::pair{8, 128}}) {
     const KvShape shape{2, H, H * 3, D};
@@ -212,8 +212,7 @@ std::string CvqcbPath() {
 class CudaCommVqModelTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string why;
-    if (!CudaDeviceAvailable(&why)) GTEST_SKIP() << why;
+    VQ_SKIP_WITHOUT_CUDA_DEVICE();
     path_ = testing::DefaultModelPath();
     if (path_.empty()) GTEST_SKIP() << "no model in models/ (and VQSERVE_MODEL unset)";
     const std::string cvqcb = CvqcbPath();

@@ -12,12 +12,12 @@
 #include <utility>
 #include <vector>
 
-#include "bench/cuda/commvq_case.h"
-#include "bench/cuda/device_case.h"
+#include "tests/util/commvq_case.h"
+#include "tests/util/device_case.h"
 #include "kernels/cpu/hadamard.h"
-#include "kernels/cuda/commvq_warp_decode.h"
-#include "kernels/cuda/decode_attention.h"
-#include "kernels/cuda/vecinfer_encode.h"
+#include "kernels/cuda/decode/commvq_warp_decode.h"
+#include "kernels/cuda/decode/decode_attention.h"
+#include "kernels/cuda/encode/vecinfer_encode.h"
 #include "runtime/kv/commvq_codebooks.h"
 #include "runtime/kv/commvq_codec.h"
 #include "runtime/kv/fp16_codec.h"
@@ -26,27 +26,22 @@
 #include "runtime/kv/vecinfer_codec.h"
 #include "tests/util/decode_case.h"
 #include "tests/util/decode_reference.h"
+#include "tests/util/cuda_device.h"
 
 namespace vqserve {
 namespace {
 
-bool HaveDevice() {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
-}
-
 struct FormatCase {
   const char* name;
-  testing::DecodeFormat format;
+  KvPageFormat format;
   int kivi_bits, dk, dv, residual;
-  int vecinfer_version = 0;  // DecodeAttentionParams::vecinfer_version (8: v8z / v8's lean loop)
 };
 
 class CudaDecodeReferenceTest
     : public ::testing::TestWithParam<std::tuple<FormatCase, int /*head_dim*/, int /*group*/>> {};
 
 TEST_P(CudaDecodeReferenceTest, MatchesFloat64Reference) {
-  if (!HaveDevice()) GTEST_SKIP() << "no cuda device on this machine";
+  VQ_SKIP_WITHOUT_CUDA_DEVICE();
   const auto [fc, head_dim, group] = GetParam();
   for (int splits : {0, 7}) {
     testing::DecodeCaseSpec s;
@@ -63,9 +58,8 @@ TEST_P(CudaDecodeReferenceTest, MatchesFloat64Reference) {
     testing::DecodeCase c = testing::MakeDecodeCase(s);
     testing::DeviceDecodeCase dev(c);
     dev.params().num_splits = splits;
-    dev.params().vecinfer_version = fc.vecinfer_version;
     dev.PoisonOutput();
-    ASSERT_EQ(cuda::LaunchDecodeAttention(testing::ToKernelFormat(s.format), dev.params(), nullptr), "");
+    ASSERT_EQ(cuda::LaunchDecodeAttention(s.format, dev.params(), nullptr), "");
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     EXPECT_LE(testing::RelativeError(dev.Output(), testing::ReferenceDecodeAttention(c)), 1e-3)
         << fc.name << " D=" << head_dim << " G=" << group << " splits=" << splits;
@@ -73,16 +67,13 @@ TEST_P(CudaDecodeReferenceTest, MatchesFloat64Reference) {
 }
 
 const FormatCase kFormats[] = {
-    {"fp16", testing::DecodeFormat::kFp16, 2, 4, 4, 0},
-    {"kivi2", testing::DecodeFormat::kKivi, 2, 4, 4, 128},
-    {"kivi4", testing::DecodeFormat::kKivi, 4, 4, 4, 128},
-    {"vecinfer_k2v2", testing::DecodeFormat::kVecInfer, 2, 4, 4, 128},
-    {"vecinfer_k4v4", testing::DecodeFormat::kVecInfer, 2, 2, 2, 128},
-    {"vecinfer_k1v1", testing::DecodeFormat::kVecInfer, 2, 8, 8, 128},
-    {"vecinfer_k2v1", testing::DecodeFormat::kVecInfer, 2, 4, 8, 128},
-    {"vecinfer_k2v2_v8z", testing::DecodeFormat::kVecInfer, 2, 4, 4, 128, 8},
-    {"vecinfer_k1v1_v8z", testing::DecodeFormat::kVecInfer, 2, 8, 8, 128, 8},
-    {"vecinfer_k2v1_v8z", testing::DecodeFormat::kVecInfer, 2, 4, 8, 128, 8},
+    {"fp16", KvPageFormat::kFp16, 2, 4, 4, 0},
+    {"kivi2", KvPageFormat::kKivi, 2, 4, 4, 128},
+    {"kivi4", KvPageFormat::kKivi, 4, 4, 4, 128},
+    {"vecinfer_k2v2", KvPageFormat::kVecInfer, 2, 4, 4, 128},
+    {"vecinfer_k4v4", KvPageFormat::kVecInfer, 2, 2, 2, 128},
+    {"vecinfer_k1v1", KvPageFormat::kVecInfer, 2, 8, 8, 128},
+    {"vecinfer_k2v1", KvPageFormat::kVecInfer, 2, 4, 8, 128},
 };
 
 INSTANTIATE_TEST_SUITE_P(
@@ -95,10 +86,9 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 // pages written by a cpu codec, attended on the gpu and by the codec's own AttendPages.
-// half_books: vecinfer with the fp16 book copies the runtime makes (vecinfer_half_books.h);
-// vecinfer_version: DecodeAttentionParams::vecinfer_version.
+// half_books: vecinfer with the fp16 book copies the runtime makes (vecinfer_half_books.h).
 void CompareWithCpuCodec(const KvCodec& codec, const VecInferCodebooks* vq, int layer, int n,
-                         bool half_books = false, int vecinfer_version = 0) {
+                         bool half_books = false) {
   const KvShape& shape = codec.shape();
   const int H = shape.num_kv_heads, NH = shape.num_heads, D = shape.head_dim, P = codec.page_tokens();
   const int R = codec.residual_tokens();
@@ -190,13 +180,12 @@ void CompareWithCpuCodec(const KvCodec& codec, const VecInferCodebooks* vq, int 
   if (half_books) {
     ASSERT_TRUE(dev.UploadHalfBooks(true)) << codec.name();
   }
-  dev.params().vecinfer_version = vecinfer_version;
   dev.PoisonOutput();
   ASSERT_EQ(cuda::LaunchDecodeAttention(format, dev.params(), nullptr), "");
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<double> ref(ref_out.begin(), ref_out.end());
   EXPECT_LE(testing::RelativeError(dev.Output(), ref), 1e-3)
-      << codec.name() << " n=" << n << (half_books ? " (fp16 books)" : "") << " version " << vecinfer_version;
+      << codec.name() << " n=" << n << (half_books ? " (fp16 books)" : "");
 }
 
 // random vecinfer books for a 2-layer `shape`: lambda in [0.5, 1.5], centroids uniform in
@@ -220,7 +209,7 @@ std::shared_ptr<VecInferCodebooks> RandomBooks(const KvShape& shape, float k_bit
 }
 
 TEST(CudaDecodeCpuCodecTest, MatchesCpuCodecs) {
-  if (!HaveDevice()) GTEST_SKIP() << "no cuda device on this machine";
+  VQ_SKIP_WITHOUT_CUDA_DEVICE();
   for (int d : {64, 128}) {
     KvShape shape{2, 2, 6, d};
     for (int n : {5, 200, 1000}) {
@@ -233,11 +222,10 @@ TEST(CudaDecodeCpuCodecTest, MatchesCpuCodecs) {
 }
 
 // pages the cpu codec wrote, for each (k bits, v bits) width, head_dim 64 and 128 and gqa 1, 3,
-// 4, 8 (books seeded seed + gqa): lens at gqa long_g, else 200 tokens; for each vecinfer_version
-// and fp16-books choice.
+// 4, 8 (books seeded seed + gqa): lens at gqa long_g, else 200 tokens; for each fp16-books
+// choice.
 void CompareVecInferWidths(const std::vector<std::pair<float, float>>& widths, unsigned seed, int long_g,
-                           const std::vector<int>& lens, const std::vector<int>& versions,
-                           const std::vector<bool>& halves) {
+                           const std::vector<int>& lens, const std::vector<bool>& halves) {
   for (const auto& [kb, vb] : widths) {
     for (int d : {64, 128}) {
       for (int g : {1, 3, 4, 8}) {
@@ -245,27 +233,25 @@ void CompareVecInferWidths(const std::vector<std::pair<float, float>>& widths, u
         auto books = RandomBooks(shape, kb, vb, seed + g);
         auto codec = MakeVecInferCodec(books);
         for (int n : g == long_g ? lens : std::vector<int>{200}) {
-          for (int version : versions) {
-            for (bool half : halves) CompareWithCpuCodec(*codec, books.get(), 1, n, half, version);
-          }
+          for (bool half : halves) CompareWithCpuCodec(*codec, books.get(), 1, n, half);
         }
       }
     }
   }
 }
 
-// 8-dim sub-vectors (vecinfer-k1v1, -k2v1) and k2v2, with fp32 and with fp16 books: the default
-// dispatch and version 8 (v8's lean loop at head_dim 64 and 128, two head groups at gqa 8).
+// 8-dim sub-vectors (vecinfer-k1v1, -k2v1) and k2v2, with fp32 and with fp16 books: the
+// tensor-core kernel at head_dim 64 and 128, two head groups at gqa 8.
 TEST(CudaDecodeCpuCodecTest, VecInferEightDimWidths) {
-  if (!HaveDevice()) GTEST_SKIP() << "no cuda device on this machine";
-  CompareVecInferWidths({{1, 1}, {2, 1}, {2, 2}}, 11, 4, {5, 161, 1000}, {0, 8}, {false, true});
+  VQ_SKIP_WITHOUT_CUDA_DEVICE();
+  CompareVecInferWidths({{1, 1}, {2, 1}, {2, 2}}, 11, 4, {5, 161, 1000}, {false, true});
 }
 
 // the widths the generic kernel serves (12-bit codes; an 8-bit pair the lut kernels do not
 // take).
 TEST(CudaDecodeCpuCodecTest, VecInferGenericWidths) {
-  if (!HaveDevice()) GTEST_SKIP() << "no cuda device on this machine";
-  CompareVecInferWidths({{3, 3}, {1.5f, 1.5f}, {2, 1.5f}, {4, 2}}, 5, 3, {5, 161, 200, 1000}, {0}, {false});
+  VQ_SKIP_WITHOUT_CUDA_DEVICE();
+  CompareVecInferWidths({{3, 3}, {1.5f, 1.5f}, {2, 1.5f}, {4, 2}}, 5, 3, {5, 161, 200, 1000}, {false});
 }
 
 // code m of a vecinfer code row (docs/kv_formats.md): 8-bit codes a byte each, 12-bit codes
@@ -281,7 +267,7 @@ int RowCode(const uint8_t* row, int m, int bits) {
 // where both picks must be (within rounding) equally near. every width: 8-bit codes of 2, 4, 8
 // dims and 12-bit codes of 4 and 8 dims.
 TEST(CudaVecInferEncodeTest, MatchesCpuEncodePage) {
-  if (!HaveDevice()) GTEST_SKIP() << "no cuda device on this machine";
+  VQ_SKIP_WITHOUT_CUDA_DEVICE();
   for (int d : {64, 128}) {
     for (float bits : {4.0f, 2.0f, 1.0f, 3.0f, 1.5f}) {
       const int H = 2, P = 32, layer = 1;
@@ -481,7 +467,6 @@ TEST(CudaCommVqDispatchTest, WarpKernelWhereItsBooksFit) {
     p.head_dim = c.d;
     p.commvq_key_rounds = c.rounds;
     p.commvq_value_rounds = c.value_rounds;
-    p.commvq_version = 0;
     EXPECT_EQ(cuda::UsesCommVqWarp(p), c.warp) << "d=" << c.d << " R=" << c.rounds;
     EXPECT_EQ(cuda::CommVqWarpBlocks(p), c.blocks) << "d=" << c.d << " R=" << c.rounds;
     const int splits = cuda::ChooseDecodeSplits(cuda::KvPageFormat::kCommVq, p);
@@ -489,8 +474,6 @@ TEST(CudaCommVqDispatchTest, WarpKernelWhereItsBooksFit) {
     if (c.warp) {  // one wave: split blocks (a pair for the pair kernel) fit the sms of the device
       EXPECT_LE(splits * c.blocks * p.num_kv_heads, 132 * 2) << "d=" << c.d << " R=" << c.rounds;
     }
-    p.commvq_version = 1;  // the cluster kernel, for comparison
-    EXPECT_FALSE(cuda::UsesCommVqWarp(p));
   }
 }
 
@@ -498,7 +481,7 @@ class CudaCommVqTest : public ::testing::TestWithParam<std::tuple<int /*bits*/, 
 
 // random pages: the gpu against the cpu codec's AttendPages and the float64 reference.
 TEST_P(CudaCommVqTest, MatchesCpuAttendPages) {
-  if (!HaveDevice()) GTEST_SKIP() << "no cuda device on this machine";
+  VQ_SKIP_WITHOUT_CUDA_DEVICE();
   const auto [bits, head_dim, group] = GetParam();
   for (int splits : {0, 7}) {
     testing::CommVqCaseSpec s = CommVqSpec(bits, head_dim, group);
@@ -523,7 +506,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 // 128k tokens (not a multiple of the page or tile) against the cpu AttendPages.
 TEST(CudaCommVqLongTest, MatchesCpuAttendPagesAt128k) {
-  if (!HaveDevice()) GTEST_SKIP() << "no cuda device on this machine";
+  VQ_SKIP_WITHOUT_CUDA_DEVICE();
   for (int bits : {1, 2}) {
     for (int d : {64, 128}) {
       testing::CommVqCaseSpec s = CommVqSpec(bits, d, 4);
@@ -538,7 +521,7 @@ TEST(CudaCommVqLongTest, MatchesCpuAttendPagesAt128k) {
 
 // pages written by the cpu codec's EncodePage from real keys and values.
 TEST(CudaCommVqEncodedTest, MatchesCpuCodecOnEncodedPages) {
-  if (!HaveDevice()) GTEST_SKIP() << "no cuda device on this machine";
+  VQ_SKIP_WITHOUT_CUDA_DEVICE();
   for (int bits : {1, 2}) {
     for (int d : {64, 128}) {
       testing::CommVqCaseSpec s = CommVqSpec(bits, d, 3);

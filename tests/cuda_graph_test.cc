@@ -27,6 +27,7 @@
 #include "tests/test_paths.h"
 #include "tests/util/model_compare.h"
 #include "tests/util/test_server.h"
+#include "tests/util/cuda_device.h"
 
 namespace vqserve {
 namespace {
@@ -83,8 +84,7 @@ Decoded Decode(LlamaModel& model, KvCache& cache, const std::vector<std::vector<
 class CudaGraphTest : public ::testing::TestWithParam<std::pair<std::string, int>> {
  protected:
   void SetUp() override {
-    std::string why;
-    if (!CudaDeviceAvailable(&why)) GTEST_SKIP() << why;
+    VQ_SKIP_WITHOUT_CUDA_DEVICE();
     const std::string path = testing::DefaultModelPath();
     if (path.empty()) GTEST_SKIP() << "no model in models/ (and VQSERVE_MODEL unset)";
     codec_ = GetParam().first;

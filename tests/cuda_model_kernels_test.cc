@@ -21,11 +21,12 @@
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/rope.h"
 #include "kernels/cpu/silu_mul.h"
-#include "kernels/cuda/model_kernels.h"
-#include "kernels/cuda/ring_kv_step.h"
-#include "kernels/cuda/vecinfer_kv_step.h"
+#include "kernels/cuda/model/model_kernels.h"
+#include "kernels/cuda/kv_step/ring_kv_step.h"
+#include "kernels/cuda/kv_step/vecinfer_kv_step.h"
 #include "runtime/cuda/cuda_device_array.h"
 #include "runtime/cuda/cuda_llama_model.h"
+#include "tests/util/cuda_device.h"
 
 namespace vqserve {
 namespace {
@@ -63,8 +64,7 @@ int MaxHalfSteps(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b)
 class CudaModelKernelsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string why;
-    if (!CudaDeviceAvailable(&why)) GTEST_SKIP() << why;
+    VQ_SKIP_WITHOUT_CUDA_DEVICE();
   }
 };
 

@@ -17,6 +17,7 @@
 #include "runtime/model/llama_model.h"
 #include "runtime/kv/paged_kv_cache.h"
 #include "tests/test_paths.h"
+#include "tests/util/cuda_device.h"
 
 namespace vqserve {
 namespace {
@@ -112,8 +113,7 @@ double MaxDiff(const std::vector<Continuation>& a, const std::vector<Continuatio
 class CudaModelTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string why;
-    if (!CudaDeviceAvailable(&why)) GTEST_SKIP() << why;
+    VQ_SKIP_WITHOUT_CUDA_DEVICE();
     path_ = testing::DefaultModelPath();
     if (path_.empty()) GTEST_SKIP() << "no model in models/ (and VQSERVE_MODEL unset)";
     auto gpu = LoadCudaLlamaModel(path_);

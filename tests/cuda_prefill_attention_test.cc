@@ -1,4 +1,4 @@
-// the tensor-core prefill kernel (kernels/cuda/tiled_prefill.cuh) against the reference
+// the tensor-core prefill kernel (kernels/cuda/prefill/tiled_prefill.cuh) against the reference
 // kernels (one warp per token and head, fp32; coded_prefill.cuh, prefill_attention.cu) on the
 // same random step, for every page format, head_dim 64 and 128 and groups of 1, 3, 4 and 8
 // query heads per kv head; fp16 pages also against float64. sequences start and end inside
@@ -11,16 +11,12 @@
 #include <tuple>
 #include <vector>
 
-#include "kernels/cuda/prefill_tiles.h"
-#include "bench/cuda/prefill_case.h"
+#include "kernels/cuda/prefill/prefill_tiles.h"
+#include "tests/util/prefill_case.h"
+#include "tests/util/cuda_device.h"
 
 namespace vqserve {
 namespace {
-
-bool HaveDevice() {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
-}
 
 struct FormatCase {
   const char* name;
@@ -47,7 +43,7 @@ class CudaPrefillAttentionTest
     : public ::testing::TestWithParam<std::tuple<FormatCase, int /*head_dim*/, int /*group*/>> {};
 
 TEST_P(CudaPrefillAttentionTest, TiledEqualsReference) {
-  if (!HaveDevice()) GTEST_SKIP() << "no cuda device on this machine";
+  VQ_SKIP_WITHOUT_CUDA_DEVICE();
   const auto [fc, head_dim, group] = GetParam();
   for (int sink : {0, 32}) {
     if (fc.format == testing::PrefillFormat::kFp16 && sink > 0) continue;

@@ -27,6 +27,7 @@
 #include "runtime/calibration/vecinfer_trainer.h"
 #include "tests/util/model_compare.h"
 #include "tests/util/random_llama_gguf.h"
+#include "tests/util/cuda_device.h"
 
 namespace vqserve {
 namespace {
@@ -51,8 +52,7 @@ struct Case {
 class CudaRandomModelTest : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
-    std::string why;
-    if (!CudaDeviceAvailable(&why)) GTEST_SKIP() << why;
+    VQ_SKIP_WITHOUT_CUDA_DEVICE();
     const Case& c = GetParam();
     RandomLlamaShape shape;
     shape.head_dim = c.head_dim;

@@ -22,6 +22,7 @@
 #include "server/kv_pools.h"
 #include "tests/test_paths.h"
 #include "tests/util/test_server.h"
+#include "tests/util/cuda_device.h"
 
 namespace vqserve {
 namespace {
@@ -37,8 +38,7 @@ std::string VqcbPath() {
 class CudaServeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string why;
-    if (!CudaDeviceAvailable(&why)) GTEST_SKIP() << why;
+    VQ_SKIP_WITHOUT_CUDA_DEVICE();
     const std::string path = testing::DefaultModelPath();
     if (path.empty()) GTEST_SKIP() << "no model in models/ (and VQSERVE_MODEL unset)";
     auto model = LoadCudaLlamaModel(path);

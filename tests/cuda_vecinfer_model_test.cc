@@ -26,6 +26,7 @@
 #include "tests/test_paths.h"
 #include "tests/util/model_compare.h"
 #include "tests/util/test_server.h"
+#include "tests/util/cuda_device.h"
 
 namespace vqserve {
 namespace {
@@ -54,8 +55,7 @@ std::string VqcbPath() {
 class CudaVecInferModelTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string why;
-    if (!CudaDeviceAvailable(&why)) GTEST_SKIP() << why;
+    VQ_SKIP_WITHOUT_CUDA_DEVICE();
     path_ = testing::DefaultModelPath();
     if (path_.empty()) GTEST_SKIP() << "no model in models/ (and VQSERVE_MODEL unset)";
     const std::string vqcb = VqcbPath();

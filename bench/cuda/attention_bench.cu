@@ -5,11 +5,9 @@
 // usage: attention_bench [out.csv|-] [kernel batch context]   (the three filter one case)
 // env BENCH_KERNELS=a,b,...: time only these kernels; env BENCH_SIZES=16x32768,1x131072,...:
 // only these batch x context sizes; BENCH_BATCHES=1,16,...: only these batches;
-// BENCH_CONTEXTS=256,512,...: these contexts (default 8192, 32768, 131072); BENCH_STAGES=N:
-// DecodeAttentionParams::bench_skip_stages (e.g. 16, a flag that keeps the results right);
+// BENCH_CONTEXTS=256,512,...: these contexts (default 8192, 32768, 131072);
 // BENCH_SPLITS=N: N split-kv splits instead of the launcher's choice; BENCH_SHAPE=smollm2: the
-// SmolLM2-135M shape (9 query heads, 3 kv heads, head_dim 64) instead;
-// VQSERVE_BENCH_TIMELINE=1: v8 kernels also print one launch's per-block phase times.
+// SmolLM2-135M shape (9 query heads, 3 kv heads, head_dim 64) instead.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -21,10 +19,9 @@
 #include <vector>
 
 #include "bench/cuda/gpu_timing.h"
-#include "bench/cuda/timeline_summary.h"
-#include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/decode_attention.h"
-#include "kernels/cuda/vecinfer_half_books.h"
+#include "kernels/cuda/common/cuda_check.h"
+#include "kernels/cuda/decode/decode_attention.h"
+#include "kernels/cuda/common/vecinfer_half_books.h"
 
 namespace {
 
@@ -64,14 +61,9 @@ struct Kernel {
   std::string name;
   KvPageFormat format;
   int kivi_bits, dk, dv, residual;
-  int vecinfer_version = 0;  // DecodeAttentionParams::vecinfer_version (1 v4 lut, 2 v5, 3 v6, 4 v7, 5 v7r, 6 v8, 7 v8q, 8 v8z)
   int cvq_rounds = 0, cvq_value_rounds = 0;  // commvq: key / value rounds
-  int fp16_version = 0;  // 1: the element-wise fp16 kernel instead of the staged one
-  int kivi_version = 0;  // 1: the element-wise kivi kernel instead of the staged one
   int k_code_bits = 8, v_code_bits = 8;  // vecinfer code widths (12: the generic kernel)
   int half_books = 0;  // fp16 book copies (vecinfer_half_books.h): 1 values, 2 keys + values
-  bool plain_combine = false;  // DecodeAttentionParams::plain_combine
-  int commvq_version = 0;      // DecodeAttentionParams::commvq_version (1: the cluster kernel)
 };
 
 // commvq token scales (fp16 key norms, the first 64 * kv heads bytes of every page): 4 .. 24.
@@ -137,42 +129,20 @@ int main(int argc, char** argv) {
   std::printf("copy ceiling (read+write): %.1f GB/s\n", ceiling / 1e9);
   if (csv) std::fprintf(csv, "kernel,batch,context,time_us,bytes,gbps,pct_of_copy\n");
   if (csv) std::fprintf(csv, "copy,0,0,0,0,%.1f,100\n", ceiling / 1e9);
+  // the kernels production dispatches, with the books the runtime gives them (vecinfer: fp16
+  // key and value book copies, as CudaKvCache makes them).
   const std::vector<Kernel> kernels = {
       {"fp16-paged", KvPageFormat::kFp16, 2, 4, 4, 0},
-      {"fp16-paged-v1", KvPageFormat::kFp16, 2, 4, 4, 0, 0, 0, 0, 1},
       {"kivi-k2v2", KvPageFormat::kKivi, 2, 4, 4, 128},
-      {"kivi-k2v2-v1", KvPageFormat::kKivi, 2, 4, 4, 128, 0, 0, 0, 0, 1},
       {"kivi-k4v4", KvPageFormat::kKivi, 4, 4, 4, 128},
-      {"kivi-k4v4-v1", KvPageFormat::kKivi, 4, 4, 4, 128, 0, 0, 0, 0, 1},
-      {"vecinfer-k2v2", KvPageFormat::kVecInfer, 2, 4, 4, 128},
-      {"vecinfer-k2v2-lut", KvPageFormat::kVecInfer, 2, 4, 4, 128, 1},
-      {"vecinfer-k2v2-mmakeys", KvPageFormat::kVecInfer, 2, 4, 4, 128, 2},
-      {"vecinfer-k2v2-v6", KvPageFormat::kVecInfer, 2, 4, 4, 128, 3},
-      {"vecinfer-k2v2-v7", KvPageFormat::kVecInfer, 2, 4, 4, 128, 4},
-      {"vecinfer-k2v2-v7r", KvPageFormat::kVecInfer, 2, 4, 4, 128, 5},
-      {"vecinfer-k2v2-v8", KvPageFormat::kVecInfer, 2, 4, 4, 128, 6},
-      {"vecinfer-k2v2-v8h", KvPageFormat::kVecInfer, 2, 4, 4, 128, 6, 0, 0, 0, 0, 8, 8, 1},
-      {"vecinfer-k2v2-v8hk", KvPageFormat::kVecInfer, 2, 4, 4, 128, 6, 0, 0, 0, 0, 8, 8, 2},
-      {"vecinfer-k2v2-v8qhk", KvPageFormat::kVecInfer, 2, 4, 4, 128, 7, 0, 0, 0, 0, 8, 8, 2},
-      {"vecinfer-k2v2-v8zhk", KvPageFormat::kVecInfer, 2, 4, 4, 128, 8, 0, 0, 0, 0, 8, 8, 2},
-      {"vecinfer-k2v2-v8h-plain", KvPageFormat::kVecInfer, 2, 4, 4, 128, 6, 0, 0, 0, 0, 8, 8, 1, true},
-      {"vecinfer-k2v2-h", KvPageFormat::kVecInfer, 2, 4, 4, 128, 0, 0, 0, 0, 0, 8, 8, 1},
-      {"vecinfer-k2v2-hk", KvPageFormat::kVecInfer, 2, 4, 4, 128, 0, 0, 0, 0, 0, 8, 8, 2},
-      {"fp16-paged-plain", KvPageFormat::kFp16, 2, 4, 4, 0, 0, 0, 0, 0, 0, 8, 8, 0, true},
-      {"vecinfer-k1v1", KvPageFormat::kVecInfer, 2, 8, 8, 128},
-      {"vecinfer-k2v1", KvPageFormat::kVecInfer, 2, 4, 8, 128},
-      // k1v1 / k2v1 on v8z's loop (8-dim sub-vectors, version 8, as the default) with the
-      // runtime's fp16 books; -v4 the lut kernel (their default before session 13).
-      {"vecinfer-k1v1-v4", KvPageFormat::kVecInfer, 2, 8, 8, 128, 1},
-      {"vecinfer-k2v1-v4", KvPageFormat::kVecInfer, 2, 4, 8, 128, 1},
-      {"vecinfer-k1v1-v8zhk", KvPageFormat::kVecInfer, 2, 8, 8, 128, 8, 0, 0, 0, 0, 8, 8, 2},
-      {"vecinfer-k2v1-v8zhk", KvPageFormat::kVecInfer, 2, 4, 8, 128, 8, 0, 0, 0, 0, 8, 8, 2},
-      {"vecinfer-k3v3", KvPageFormat::kVecInfer, 2, 4, 4, 128, 0, 0, 0, 0, 0, 12, 12},
-      {"vecinfer-k1.5v1.5", KvPageFormat::kVecInfer, 2, 8, 8, 128, 0, 0, 0, 0, 0, 12, 12},
-      {"commvq-1", KvPageFormat::kCommVq, 2, 4, 4, 128, 0, 11, 1},
-      {"commvq-2", KvPageFormat::kCommVq, 2, 4, 4, 128, 0, 21, 2},
-      {"commvq-1-v1", KvPageFormat::kCommVq, 2, 4, 4, 128, 0, 11, 1, 0, 0, 8, 8, 0, false, 1},
-      {"commvq-2-v1", KvPageFormat::kCommVq, 2, 4, 4, 128, 0, 21, 2, 0, 0, 8, 8, 0, false, 1},
+      {"vecinfer-k2v2", KvPageFormat::kVecInfer, 2, 4, 4, 128, 0, 0, 8, 8, 2},
+      {"vecinfer-k4v4", KvPageFormat::kVecInfer, 2, 2, 2, 128},
+      {"vecinfer-k1v1", KvPageFormat::kVecInfer, 2, 8, 8, 128, 0, 0, 8, 8, 2},
+      {"vecinfer-k2v1", KvPageFormat::kVecInfer, 2, 4, 8, 128, 0, 0, 8, 8, 2},
+      {"vecinfer-k3v3", KvPageFormat::kVecInfer, 2, 4, 4, 128, 0, 0, 12, 12},
+      {"vecinfer-k1.5v1.5", KvPageFormat::kVecInfer, 2, 8, 8, 128, 0, 0, 12, 12},
+      {"commvq-1", KvPageFormat::kCommVq, 2, 4, 4, 128, 11, 1},
+      {"commvq-2", KvPageFormat::kCommVq, 2, 4, 4, 128, 21, 2},
   };
   const char* only_env = std::getenv("BENCH_KERNELS");
   const std::string only_list = only_env ? "," + std::string(only_env) + "," : "";
@@ -280,10 +250,6 @@ int main(int argc, char** argv) {
         p.head_dim = kDim;
         p.scale = 1.0f / std::sqrt(static_cast<float>(kDim));
         if (const char* e = std::getenv("BENCH_SPLITS")) p.num_splits = std::atoi(e);  // forced; 0 chooses
-        // bench flags (decode_attention.h), e.g. 16: v8 without the ring's l2 prefetch.
-        const char* stages_env = std::getenv("BENCH_STAGES");
-        const int kept_stages = stages_env != nullptr ? std::atoi(stages_env) : 0;
-        p.bench_skip_stages = kept_stages;
         p.page_stride = static_cast<int64_t>(page_bytes);
         p.layer_offset = 0;
         p.block_tables = d_table;
@@ -307,14 +273,9 @@ int main(int argc, char** argv) {
         p.vq_v_sub_dim = k.dv;
         p.vq_k_code_bits = k.k_code_bits;
         p.vq_v_code_bits = k.v_code_bits;
-        p.vecinfer_version = k.vecinfer_version;
-        p.fp16_version = k.fp16_version;
-        p.kivi_version = k.kivi_version;
-        p.plain_combine = k.plain_combine;
         if (k.format == KvPageFormat::kCommVq) {
           p.commvq_key_rounds = k.cvq_rounds;
           p.commvq_value_rounds = k.cvq_value_rounds;
-          p.commvq_version = k.commvq_version;
           p.rope_theta = 500000.0f;
           p.vq_k_codebook_head_stride = static_cast<int64_t>(k.cvq_rounds) * 64 * kDim;
           p.vq_v_codebook_head_stride = static_cast<int64_t>(k.cvq_value_rounds) * 256 * kDim;
@@ -343,59 +304,6 @@ int main(int argc, char** argv) {
                       100.0 * gbps * 1e9 / ceiling, vqserve::cuda::ChooseDecodeSplits(k.format, p));
           if (csv) std::fprintf(csv, "%s,%d,%d,%.2f,%.0f,%.1f,%.1f\n", k.name.c_str(), batch, ctx, us, bytes, gbps,
                                 100.0 * gbps * 1e9 / ceiling);
-          // stage costs of the vecinfer kernel (wrong results on purpose): skip scores / values.
-          // v8, v8h, v8hk and the default dispatch with the runtime's fp16 books (v8 too)
-          const bool v8 = k.name.rfind("vecinfer-k2v2-v8", 0) == 0 || k.name == "vecinfer-k2v2-hk";
-          if (k.format == KvPageFormat::kVecInfer && (v8 || k.name == "vecinfer-k2v2-lut" || k.name == "vecinfer-k2v2-v7" || k.name == "vecinfer-k2v2-v7r") && ((batch == 16 && ctx == 32768) || (batch == 1 && ctx == 131072) || (v8 && batch == 1 && ctx == 8192))) {
-            // v8 also: 4 = without the book build, 8 = without the residual ring, 15 = all four,
-            // 16 = without the l2 prefetch of the ring rows (still right), 32 = without the page
-            // work (pages copied only), 47 = nothing but the page copies.
-            for (int skip : v8 ? std::vector<int>{1, 2, 3, 4, 8, 15, 16, 32, 47} : std::vector<int>{1, 2, 3}) {
-              p.bench_skip_stages = skip;
-              std::vector<float> ms2;
-              for (int it = 0; it < 15; ++it) {
-                p.pages = pages + (it % copies) * pool;
-                VQ_CUDA_CHECK(cudaEventRecord(e0));
-                vqserve::cuda::LaunchDecodeAttention(k.format, p, nullptr);
-                VQ_CUDA_CHECK(cudaEventRecord(e1));
-                VQ_CUDA_CHECK(cudaEventSynchronize(e1));
-                float t;
-                VQ_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
-                if (it >= 5) ms2.push_back(t);
-              }
-              std::printf("  %s without %s: %.1f us\n", k.name.c_str(),
-                          skip == 1 ? "score gathers" : skip == 2 ? "value gathers" : skip == 3 ? "score+value gathers"
-                          : skip == 4 ? "book build" : skip == 8 ? "residual ring" : skip == 15 ? "gathers+books+residual"
-                          : skip == 16 ? "residual l2 prefetch (right results)"
-                          : skip == 32 ? "page work (pages copied only)" : "all but the page copies",
-                          Median(ms2) * 1e3);
-            }
-            p.bench_skip_stages = kept_stages;
-          }
-          // per-block phase stamps of one launch (the 5th of 5).
-          if (v8 && std::getenv("VQSERVE_BENCH_TIMELINE") != nullptr) {
-            unsigned long long* tl;
-            const size_t words = vqserve::cuda::kTimelineWords;
-            VQ_CUDA_CHECK(cudaMalloc(&tl, words * 8));
-            float t = 0;
-            for (int it = 0; it < 5; ++it) {
-              VQ_CUDA_CHECK(cudaMemset(tl, 0, words * 8));
-              p.pages = pages + (it % copies) * pool;
-              p.bench_timeline = tl;
-              VQ_CUDA_CHECK(cudaEventRecord(e0));
-              vqserve::cuda::LaunchDecodeAttention(k.format, p, nullptr);
-              VQ_CUDA_CHECK(cudaEventRecord(e1));
-              VQ_CUDA_CHECK(cudaEventSynchronize(e1));
-              VQ_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
-            }
-            p.bench_timeline = nullptr;
-            std::vector<unsigned long long> host(words);
-            VQ_CUDA_CHECK(cudaMemcpy(host.data(), tl, words * 8, cudaMemcpyDeviceToHost));
-            VQ_CUDA_CHECK(cudaFree(tl));
-            const int splits = vqserve::cuda::ChooseDecodeSplits(k.format, p);
-            std::printf("  %s timeline of one launch (event %.1f us, %d splits):\n", k.name.c_str(), t * 1e3, splits);
-            vqserve::bench::PrintTimeline(host, splits * kKvHeads * batch, batch * kHeads, splits == 1);
-          }
         }
         for (void* ptr : std::vector<void*>{pages, d_table, d_coded, d_res, d_slots, ring_k, ring_v, q, qt, out, ws, ck, cv, hk, hv}) {
           VQ_CUDA_CHECK(cudaFree(ptr));

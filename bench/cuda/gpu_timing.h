@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/common/cuda_check.h"
 
 namespace vqserve::bench {
 

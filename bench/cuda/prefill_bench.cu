@@ -1,6 +1,6 @@
 // the multi-token (prefill) attention kernels on the gpu: the tensor-core kernel
-// (kernels/cuda/tiled_prefill.cuh) beside the reference kernels (one warp per token and head),
-// on random steps of every page format (bench/cuda/prefill_case.h).
+// (kernels/cuda/prefill/tiled_prefill.cuh) beside the reference kernels (one warp per token and head),
+// on random steps of every page format (tests/util/prefill_case.h).
 //   prefill_bench --check   the sweep of tests/cuda_prefill_attention_test.cc without gtest:
 //                           tiled (the launcher's key splits, 1 and 3) vs reference (and fp16
 //                           vs float64); exit 1 on a failure
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "bench/cuda/gpu_timing.h"
-#include "bench/cuda/prefill_case.h"
+#include "tests/util/prefill_case.h"
 
 namespace vqserve {
 namespace {

@@ -1,61 +1,143 @@
 #!/bin/bash
-# one call on the lent h200: build the cuda kernels with the machine's own nvcc/cmake, run the
-# correctness sweep, then our benchmark and pytorch sdpa side by side. logs go to $OUT.
-# usage (from the repo root): bash bench/cuda/run_on_device.sh [--no-long] [--no-bench]
-#   [--commvq-long] [--gtest BUNDLE.tar.xz]
-#   --commvq-long: decode_check of commvq alone, 128k cases included (the other formats are
-#     covered by the gtest's float64 cases when --gtest runs); --gtest: also run cuda_decode_attention_test from a bundle
-#     built off-device (binary + lib/ of its shared libraries; the machine has no abseil) by
-#     bench/cuda/make_gtest_bundle.sh.
-#   env BENCH_KERNELS=a,b,...: time only these kernels (attention_bench names).
-#   env BENCH_SIZES=16x32768,1x131072,...: only these batch x context sizes (ours and sdpa).
-#   env CHECK_FLAGS="...": extra decode_check flags (e.g. --vecinfer-only).
-#   env NCU_CASE="kernel batch context": also profile that one attention_bench case (ncu.txt).
+# the gpu checks and benchmarks on the lent h200, with the full default model (30 blocks). its
+# 94 MiB gguf, the binaries and the codebooks are over one call's 64 MiB carry, so they travel
+# in back-to-back calls on one warm machine (it stays warm ~30 s between calls), prepared here
+# by bench/cuda/pack_device_run.sh:
+#   call 1 (carry .devbuild/fullA) and call 2 (carry .devbuild/fullB), and with commvq books
+#   call 2b (carry .devbuild/fullD):
+#     STAGE=1 bash bench/cuda/run_on_device.sh   -- parks what they carry in /tmp/keep
+#   call 3 (carry .devbuild/fullC): bash bench/cuda/run_on_device.sh [what...]
+#     joins the model, checks sha256 against scripts/model.sha256, unpacks the binaries, then
+#     runs `what` (default: tests generate e2e serve bench; a later call carrying nothing
+#     reuses what is left in /tmp):
+#     tests = every carried cuda_*_test (kernel ops against their cpu references, the model
+#     tests on the full model with codebooks calibrated on it); generate = `vqserve generate`
+#     per codec on cuda and cpu; serve = `vqserve serve --device cuda` and `--device cpu` per
+#     codec, greedy answers side by side; e2e = cuda_e2e_decode_bench per codec on the real
+#     weights (batch 16 x 32K) and on the llama-3.1-8b shape (random weights), E2E_ARGS
+#     appended; bench = attention_bench beside pytorch sdpa (sdpa_bench.py) at BENCH_SIZES.
+#     logs go to $OUT.
 set -o pipefail
 OUT=${OUT:-/tmp/out}
-B=${BUILD_DIR:-/tmp/build-dev}  # env BUILD_DIR: build folder on the device
-mkdir -p "$OUT"
-LONG=--long; BENCH=1; CVQ_LONG=0; GTEST=
-while [ $# -gt 0 ]; do
-  case $1 in
-    --no-long) LONG= ;;
-    --no-bench) BENCH=0 ;;
-    --commvq-long) LONG=; CVQ_LONG=1 ;;
-    --gtest) GTEST=$2; shift ;;
-  esac
-  shift
-done
+mkdir -p "$OUT" /tmp/keep
+if [ "${STAGE:-0}" = 1 ]; then
+  for d in .devbuild/fullA .devbuild/fullB .devbuild/fullD; do [ -d $d ] && cp -r $d/. /tmp/keep/; done
+  ls -la /tmp/keep && echo "staged"
+  exit 0
+fi
+DIR=.devbuild/fullC
+if [ ! -f /tmp/full.gguf ]; then
+  for f in part1.xz part2.xz vecinfer-k2v2.vqcb; do
+    [ -f /tmp/keep/$f ] || { echo "/tmp/keep/$f missing: stage calls 1 and 2 first, on the same warm machine"; exit 1; }
+  done
+  python3 - <<'PY'
+import lzma
+with open("/tmp/full.gguf", "wb") as g:
+    for p in ("/tmp/keep/part1.xz", "/tmp/keep/part2.xz"):
+        with lzma.open(p) as f:
+            g.write(f.read())
+PY
+  . "$(dirname "$0")/unpack_bundle.sh"
+fi
+B=/tmp/b
+export LD_LIBRARY_PATH=$B/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:$LD_LIBRARY_PATH
+DIR=/tmp/keep
+want=$(cut -d' ' -f1 scripts/model.sha256)
+got=$(sha256sum /tmp/full.gguf | cut -d' ' -f1)
+[ "$want" = "$got" ] || { echo "joined model sha256 $got != $want"; exit 1; }
+M=/tmp/full.gguf
+export VQSERVE_MODEL=$M VQSERVE_VQCB=$DIR/vecinfer-k2v2.vqcb
+# commvq books only when carried (a named artifact that does not load fails the tests).
+[ -f $DIR/commvq-2.vqcb ] && export VQSERVE_CVQCB=$DIR/commvq-2.vqcb
+WHAT=${*:-tests generate e2e serve bench}
 {
-  date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv
-  nvcc --version | tail -2; python3 -c 'import torch; print("torch", torch.__version__)'
+  date -u; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+  echo "full model sha256 $got (= scripts/model.sha256)"
 } 2>&1 | tee "$OUT/env.log"
-cmake -S bench/cuda -B $B -DCMAKE_BUILD_TYPE=Release > /tmp/build.log 2>&1 &&
-  cmake --build $B -j16 >> /tmp/build.log 2>&1
-rc=$?
-grep -E "error|registers|spill|smem|Compiling entry" /tmp/build.log | grep -B1 -E "error|spill [1-9]|registers" | head -150 >> "$OUT/env.log"
-if [ $rc -ne 0 ]; then grep -E -A3 "error" /tmp/build.log | head -60; cp /tmp/build.log "$OUT/"; echo "BUILD FAILED"; exit 1; fi
-echo "build ok"
-if [ "$CVQ_LONG" = 1 ]; then
-  $B/decode_check --long --commvq-only 2>&1 | tee "$OUT/check.log" | tail -40
-else
-  $B/decode_check $LONG $CHECK_FLAGS 2>&1 | tee "$OUT/check.log" | tail -40
+
+if [[ " $WHAT " == *" tests "* ]]; then
+  {
+    for t in $(cd $B && ls cuda_*_test); do  # those carried
+      echo "== $t (full model)"
+      timeout 300 $B/$t 2>&1 | grep -vE "^\[ +(RUN|OK) +\]"
+      echo "$t exit: $?"
+    done
+  } 2>&1 | tee "$OUT/tests.log"
 fi
-check_rc=$?
-if [ -n "$GTEST" ]; then
-  mkdir -p /tmp/gt && python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall('/tmp/gt')" "$GTEST"
-  LD_LIBRARY_PATH=/tmp/gt/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:$LD_LIBRARY_PATH /tmp/gt/cuda_decode_attention_test > "$OUT/gtest.log" 2>&1
-  echo "cuda_decode_attention_test exit: $?"; grep -E "FAILED|PASSED|SKIPPED" "$OUT/gtest.log" | tail -8
+
+if [[ " $WHAT " == *" generate "* ]]; then
+  # greedy text of `vqserve generate` per kv codec: cuda, cpu (q4/q8 weights), cpu --fp32:
+  # equal hashes = the same tokens; tok/s from the command's own report.
+  {
+    for c in fp16 kivi-k2v2 vecinfer-k2v2 commvq-2; do
+      cb=""
+      [ "$c" = vecinfer-k2v2 ] && cb="--codebooks $VQSERVE_VQCB"
+      [ "$c" = commvq-2 ] && { [ -f "${VQSERVE_CVQCB:-}" ] || continue; cb="--codebooks $VQSERVE_CVQCB"; }
+      for d in cuda cpu cpu-fp32; do
+        dev=${d%-fp32}; fp=""; [ "$d" = cpu-fp32 ] && fp=--fp32
+        timeout 120 $B/vqserve generate --model $M --device $dev $fp --kv-codec $c $cb --chat \
+          --prompt "$(head -c 1500 $DIR/long_prompt.txt) Which of these sayings is the oldest?" \
+          --temperature 0 --max-tokens 96 > /tmp/gen.txt 2> /tmp/gen.err
+        echo "-- $c --device $d: exit $? text sha $(sha256sum < /tmp/gen.txt | cut -c1-16) $(tail -1 /tmp/gen.err)"
+        head -c 300 /tmp/gen.txt | tr '\n' ' '; echo
+      done
+    done
+  } 2>&1 | tee "$OUT/generate.log"
 fi
-if [ "$BENCH" = 1 ]; then
-  $B/attention_bench "$OUT/ours.csv" 2>&1 | tee "$OUT/bench.log"
-  PYTHONUNBUFFERED=1 python3 bench/cuda/sdpa_bench.py --ours "$OUT/ours.csv" --csv /tmp/sdpa.csv \
-    --md "$OUT/combined.md" 2>&1 | tee "$OUT/sdpa.log"
+
+if [[ " $WHAT " == *" serve "* ]]; then
+  # serve_pass DEVICE DEFAULT_CODEC EXTRA_CODECS CODEBOOKS: one server, every codec's answers
+  serve_pass() {
+    local d=$1 c0=$2 extra=$3 cb=$4 flags="--kv-codec $2"
+    [ -n "$extra" ] && flags="$flags --kv-codecs $extra"
+    [ -n "$cb" ] && flags="$flags --codebooks $cb"
+    echo "== serve --device $d $flags"
+    $B/vqserve serve --model $M --device $d $flags --host 127.0.0.1 --port 50171 \
+      --metrics-port -1 --kv-memory 2G > /tmp/serve_$d.log 2>&1 &
+    local pid=$!
+    for i in $(seq 1 90); do grep -q "serving" /tmp/serve_$d.log && break; sleep 1; done
+    head -3 /tmp/serve_$d.log
+    local long="$(head -c 2400 $DIR/long_prompt.txt) Summarize the text above in one sentence."
+    for c in $c0 ${extra//,/ }; do
+      for p in "What is a cache?" "$long"; do
+        $B/vqctl --target 127.0.0.1:50171 generate --chat "$p" --codec $c --max-tokens 48 \
+          --temperature 0 > /tmp/ans.txt 2>&1
+        echo "-- $d $c prompt of ${#p} chars: text md5 $(md5sum < /tmp/ans.txt | cut -c1-12)"
+        head -c 400 /tmp/ans.txt; echo
+      done
+    done
+    kill -TERM $pid; wait $pid; echo "serve exit: $?"
+  }
+  {
+    for d in cuda cpu; do
+      serve_pass $d vecinfer-k2v2 fp16,kivi-k2v2 $VQSERVE_VQCB
+      [ -f "${VQSERVE_CVQCB:-}" ] && serve_pass $d commvq-2 "" $VQSERVE_CVQCB
+    done
+  } 2>&1 | tee "$OUT/serve.log"
 fi
-if [ -n "$NCU_CASE" ]; then
-  ncu --clock-control none -k regex:VecInfer -s 5 -c 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
-    --section MemoryWorkloadAnalysis --section SchedulerStats --section WarpStateStats --section Occupancy \
-    --metrics l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,smsp__inst_executed.sum \
-    $B/attention_bench - $NCU_CASE > "$OUT/ncu.txt" 2>&1
-  grep -E "Duration|Throughput|Busy|Ipc|bank|wavefronts|inst_executed" "$OUT/ncu.txt" | head -30
+
+if [[ " $WHAT " == *" e2e "* ]]; then
+  {
+    CODECS=${E2E_CODECS:-fp16,kivi-k2v2,vecinfer-k2v2,vecinfer-k1v1,commvq-2,commvq-1}
+    echo "== cuda_e2e_decode_bench --gguf (the default model's real weights), batch 16 x 32K"
+    $B/cuda_e2e_decode_bench --gguf $M --models smollm2 --codecs $CODECS --batch 16 --ctx 32768 \
+      --steps 64 --warmup 8 ${E2E_ARGS:-}
+    echo "exit: $?"
+    echo "== cuda_e2e_decode_bench llama8b shape (random weights), batch 16 x 32K"
+    $B/cuda_e2e_decode_bench --models llama8b --codecs $CODECS --batch 16 --ctx 32768 \
+      --steps 32 --warmup 8 ${E2E_ARGS:-}
+    echo "exit: $?"
+  } 2>&1 | tee "$OUT/e2e.log"
 fi
-echo "decode_check exit: $check_rc"
+
+if [[ " $WHAT " == *" bench "* ]]; then
+  # decode attention beside pytorch sdpa flash in the same call (the 8b attention shape).
+  export BENCH_SIZES=${BENCH_SIZES:-1x8192,1x32768,1x131072,16x8192,16x32768}
+  {
+    $B/attention_bench /tmp/ours.csv > /tmp/bench.log 2>&1
+    echo "attention_bench exit: $?"; cat /tmp/bench.log
+    PYTHONUNBUFFERED=1 python3 $DIR/sdpa_bench.py --ours /tmp/ours.csv --csv /tmp/sdpa.csv \
+      --md "$OUT/combined.md" > /tmp/sdpa.log 2>&1
+    echo "sdpa_bench exit: $?"; tail -5 /tmp/sdpa.log; cat "$OUT/combined.md"
+  } 2>&1 | tee "$OUT/bench.log"
+fi

@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "bench/cuda/gpu_timing.h"
-#include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/decode_attention_common.cuh"
+#include "kernels/cuda/common/cuda_check.h"
+#include "kernels/cuda/decode/decode_attention_common.cuh"
 
 namespace {
 

@@ -12,7 +12,7 @@ namespace vqserve {
 // keys (before and after rope), values, positions and optionally queries per layer into
 // CalibrationData, so calibration runs the model's real forward pass. a sequence whose
 // num_cached is 0 starts afresh in its slot.
-class CalibrationRecorder : public KvCache {
+class CalibrationRecorder : public HostKvCache {
  public:
   // records at most max_tokens tokens per layer (later tokens are still attended).
   CalibrationRecorder(const KvShape& shape, float rope_theta, int max_tokens, int num_slots = 1,

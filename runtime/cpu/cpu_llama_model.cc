@@ -185,6 +185,10 @@ void CpuLlamaModel::Forward(std::span<const ForwardSeq> batch, std::vector<float
     }
     offset[b + 1] = static_cast<int>(ids_.size());
     if (s.tokens.size() != 1) all_single = false;
+    if (!s.tokens.empty() && s.cache->device() != KvDevice::kHost) {
+      std::fprintf(stderr, "LlamaModel::Forward: the cpu model needs caches in host memory\n");
+      std::abort();
+    }
   }
   const int n = static_cast<int>(ids_.size());
   if (n == 0) return;
@@ -220,8 +224,9 @@ void CpuLlamaModel::Forward(std::span<const ForwardSeq> batch, std::vector<float
       if (m == 0) return;
       const float* kpre =
           s.cache->spec().needs_pre_rope_keys ? k_pre_.data() + size_t(o) * kvd : nullptr;
-      s.cache->Append(l, s.kv, m, kpre, k_.data() + size_t(o) * kvd, v_.data() + size_t(o) * kvd);
-      s.cache->Attend(l, s.kv, m, q_.data() + size_t(o) * qd, att_.data() + size_t(o) * qd);
+      auto* cache = static_cast<HostKvCache*>(s.cache);  // checked above
+      cache->Append(l, s.kv, m, kpre, k_.data() + size_t(o) * kvd, v_.data() + size_t(o) * kvd);
+      cache->Attend(l, s.kv, m, q_.data() + size_t(o) * qd, att_.data() + size_t(o) * qd);
     };
     if (all_single) {
       // decode batch: one query per sequence, spread the sequences over the threads.

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "kernels/cuda/ring_kv_step.h"
+#include "kernels/cuda/kv_step/ring_kv_step.h"
 
 namespace vqserve {
 

@@ -2,9 +2,9 @@
 
 #include <cmath>
 
-#include "kernels/cuda/commvq_encode.h"
-#include "kernels/cuda/commvq_kv_step.h"
-#include "kernels/cuda/ring_kv_step.h"
+#include "kernels/cuda/encode/commvq_encode.h"
+#include "kernels/cuda/kv_step/commvq_kv_step.h"
+#include "kernels/cuda/kv_step/ring_kv_step.h"
 
 namespace vqserve {
 namespace {

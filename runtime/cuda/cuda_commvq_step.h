@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda/decode_attention.h"
-#include "kernels/cuda/paged_kv_step.h"
+#include "kernels/cuda/decode/decode_attention.h"
+#include "kernels/cuda/kv_step/paged_kv_step.h"
 #include "runtime/cuda/cuda_coded_step.h"
 #include "runtime/cuda/cuda_kv_cache.h"
 

@@ -2,9 +2,9 @@
 
 #include <cmath>
 
-#include "kernels/cuda/kivi_encode.h"
-#include "kernels/cuda/kivi_kv_step.h"
-#include "kernels/cuda/ring_kv_step.h"
+#include "kernels/cuda/encode/kivi_encode.h"
+#include "kernels/cuda/kv_step/kivi_kv_step.h"
+#include "kernels/cuda/kv_step/ring_kv_step.h"
 
 namespace vqserve {
 

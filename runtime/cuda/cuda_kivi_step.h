@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <string>
 
-#include "kernels/cuda/decode_attention.h"
-#include "kernels/cuda/paged_kv_step.h"
+#include "kernels/cuda/decode/decode_attention.h"
+#include "kernels/cuda/kv_step/paged_kv_step.h"
 #include "runtime/cuda/cuda_coded_step.h"
 #include "runtime/cuda/cuda_kv_cache.h"
 

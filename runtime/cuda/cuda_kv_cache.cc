@@ -17,7 +17,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "kernels/cuda/vecinfer_half_books.h"
+#include "kernels/cuda/common/vecinfer_half_books.h"
 
 namespace vqserve {
 
@@ -54,16 +54,6 @@ CudaKvCache::~CudaKvCache() {
   if (sinks_ != nullptr) cudaFree(sinks_);
   if (constants_ != nullptr) cudaFree(constants_);
   if (half_books_ != nullptr) cudaFree(half_books_);
-}
-
-void CudaKvCache::Append(int, const KvSeqRef&, int, const float*, const float*, const float*) {
-  std::fprintf(stderr, "CudaKvCache: host Append is not offered; the cuda model appends\n");
-  std::abort();
-}
-
-void CudaKvCache::Attend(int, const KvSeqRef&, int, const float*, float*) {
-  std::fprintf(stderr, "CudaKvCache: host Attend is not offered; the cuda model attends\n");
-  std::abort();
 }
 
 uint16_t* CudaKvCache::ring(int layer, int which) const {
@@ -143,7 +133,7 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKiviKvCache(const KvShape& 
   if (absl::Status st = CudaKvCodecSupported("kivi-k2v2", shape.head_dim); !st.ok()) return st;
   std::unique_ptr<KvCodec> codec = MakeKiviCodec(shape, bits);
   std::unique_ptr<CudaKvCache> c(new CudaKvCache());
-  c->format_ = CudaKvFormat::kKivi;
+  c->format_ = KvPageFormat::kKivi;
   c->kivi_bits_ = bits;
   c->InitSpec(*codec, shape, num_pages, num_slots, sink_tokens);
   if (c->spec_.page_tokens != 32) return absl::InternalError("cuda kivi cache: pages of 32");
@@ -159,7 +149,7 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
   std::unique_ptr<KvCodec> codec = MakeVecInferCodec(cb);
   const PqSpec k = *PqSpecForBits(cb->options.k_bits), v = *PqSpecForBits(cb->options.v_bits);
   std::unique_ptr<CudaKvCache> c(new CudaKvCache());
-  c->format_ = CudaKvFormat::kVecInfer;
+  c->format_ = KvPageFormat::kVecInfer;
   c->InitSpec(*codec, shape, num_pages, num_slots, sink_tokens);
   if (c->spec_.page_tokens != 32) return absl::InternalError("cuda vecinfer cache: pages of 32");
   if (absl::Status st = c->Allocate(); !st.ok()) return st;
@@ -179,7 +169,7 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
   vc.per_head = cb->options.per_head;
   vc.hadamard = cb->options.hadamard;
   if (cuda::VecInferTakesHalfBooks(shape.head_dim, k.sub_dim, v.sub_dim, k.code_bits, v.code_bits)) {
-    // the v8 decode kernel copies the value books and builds its lut from the fp16 key books
+    // the tensor-core decode kernel copies the value books and builds its lut from the fp16 key books
     // instead of converting / loading the fp32 ones per block.
     const int books = shape.num_layers * (vc.per_head ? shape.num_kv_heads : 1);
     const int64_t n = cuda::VecInferHalfBookElems(books, shape.head_dim);
@@ -223,7 +213,7 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaCommVqKvCache(
   }
   std::unique_ptr<KvCodec> codec = MakeCommVqCodec(shape, books, key_rounds, value_rounds);
   std::unique_ptr<CudaKvCache> c(new CudaKvCache());
-  c->format_ = CudaKvFormat::kCommVq;
+  c->format_ = KvPageFormat::kCommVq;
   c->InitSpec(*codec, shape, num_pages, num_slots, sink_tokens);
   if (c->spec_.page_tokens != 32) return absl::InternalError("cuda commvq cache: pages of 32");
   if (absl::Status st = c->Allocate(); !st.ok()) return st;

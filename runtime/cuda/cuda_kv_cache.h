@@ -6,7 +6,7 @@
 // commvq also of the pre-rope keys its flushes code) and, for the coded formats, the
 // fp16 attention sink of each slot in device memory, with the same spec, flush policy and page
 // metadata as a PagedKvCache over the same codec and sink. the cuda model appends and attends on
-// the device itself; the host Append / Attend of KvCache are not offered (they abort).
+// the device itself (its codec step: cuda_codec_step.h).
 
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "kernels/kv_page_format.h"
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/kv/codebook_file.h"
 #include "runtime/kv/commvq_codebooks.h"
@@ -22,8 +23,6 @@
 #include "runtime/kv/vecinfer_codec.h"
 
 namespace vqserve {
-
-enum class CudaKvFormat { kFp16, kKivi, kVecInfer, kCommVq };
 
 // a vecinfer cache's constants in device memory, all layers, laid out as VecInferCodebooks:
 // lambda (layers, H, D); k_centroids (layers, g, D / k_sub_dim, 2^k_code_bits, k_sub_dim); v
@@ -39,7 +38,7 @@ struct CudaVecInferConstants {
   bool per_head = false;  // g = num_kv_heads, else 1
   bool hadamard = true;
   // fp16 code-major copies of v_centroids and k_centroids, (layers, g, 256, D / sub, sub)
-  // (kernels/cuda/vecinfer_half_books.h), for the shapes of the v8 decode kernel (8-bit codes;
+  // (kernels/cuda/common/vecinfer_half_books.h), for the shapes of the tensor-core decode kernel (8-bit codes;
   // D 128 or 64 with 4-dim sub-vectors, or 8-dim values with 4- or 8-dim keys); null
   // otherwise. element offsets as the fp32 books'.
   // the decode kernel's lut is fp16 either way; fp16 key books change its output by ~2e-5
@@ -73,9 +72,7 @@ class CudaKvCache : public KvCache {
   int num_pages() const override { return num_pages_; }
   int num_slots() const override { return num_slots_; }
 
-  void Append(int layer, const KvSeqRef& seq, int n, const float* k_pre_rope,
-              const float* k_rope, const float* v) override;
-  void Attend(int layer, const KvSeqRef& seq, int n, const float* q, float* out) override;
+  KvDevice device() const override { return KvDevice::kCuda; }
 
   // device layout: page j's slice of `layer` at pages() + j * spec().page_bytes +
   // layer * layer_page_bytes(); ring rows of (layer, slot) at ring(layer, which) +
@@ -90,7 +87,7 @@ class CudaKvCache : public KvCache {
   int ring_tokens() const { return ring_tokens_; }
   uint16_t* sink(int layer, int which) const;
   int64_t sink_slot_stride() const { return sink_slot_stride_; }
-  CudaKvFormat format() const { return format_; }
+  KvPageFormat format() const { return format_; }
   // kivi only: bits per code (2 or 4).
   int kivi_bits() const { return kivi_bits_; }
   // vecinfer only.
@@ -117,7 +114,7 @@ class CudaKvCache : public KvCache {
   // allocates pages, rings and sinks for spec_ (page_bytes, slot_bytes) and the counts.
   absl::Status Allocate();
 
-  CudaKvFormat format_ = CudaKvFormat::kFp16;
+  KvPageFormat format_ = KvPageFormat::kFp16;
   int kivi_bits_ = 0;
   CudaVecInferConstants vecinfer_;
   CudaCommVqConstants commvq_;

@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdio>
@@ -19,21 +20,18 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/half_convert.h"
-#include "kernels/cuda/decode_attention.h"
-#include "kernels/cuda/model_kernels.h"
-#include "kernels/cuda/paged_kv_append.h"
-#include "kernels/cuda/paged_kv_step.h"
-#include "kernels/cuda/prefill_attention.h"
-#include "kernels/cuda/prefill_tiles.h"
-#include "kernels/cuda/random_fill.h"
+#include "kernels/cuda/decode/decode_attention.h"
+#include "kernels/cuda/model/model_kernels.h"
+#include "kernels/cuda/kv_step/paged_kv_append.h"
+#include "kernels/cuda/kv_step/paged_kv_step.h"
+#include "kernels/cuda/prefill/prefill_attention.h"
+#include "kernels/cuda/prefill/prefill_tiles.h"
+#include "kernels/cuda/model/random_fill.h"
 #include "kernels/cpu/rope.h"
-#include "runtime/cuda/cuda_coded_step.h"
-#include "runtime/cuda/cuda_commvq_step.h"
+#include "runtime/cuda/cuda_codec_step.h"
 #include "runtime/cuda/cuda_device_array.h"
 #include "runtime/cuda/cuda_graph_cache.h"
-#include "runtime/cuda/cuda_kivi_step.h"
 #include "runtime/cuda/cuda_kv_cache.h"
-#include "runtime/cuda/cuda_vecinfer_step.h"
 #include "runtime/model/forward_by_cache.h"
 #include "runtime/gguf/gguf_file.h"
 #include "runtime/model/llama_weights.h"
@@ -111,8 +109,19 @@ class CudaLlamaModel : public LlamaModel {
   std::unique_ptr<Tokenizer> tokenizer_;
 
  private:
-  // Forward of a batch whose sequences with new tokens all use one cache.
+  struct StepHost;
+  // Forward of a batch whose sequences with new tokens all use one cache: PlanStep on the
+  // host, UploadStep, the codec's Plan, then RunLayers (replayed from a graph for decode
+  // steps, keyed by GraphKey) and the logits copy.
   void ForwardOneCache(std::span<const ForwardSeq> batch, std::vector<float>* logits);
+  StepHost PlanStep(std::span<const ForwardSeq> batch) const;
+  void UploadStep(const StepHost& h, cuda::PagedKvStep* step, cuda::DecodeAttentionParams* dp);
+  void RunLayers(const StepHost& h, CudaCodecStep& codec, cuda::PagedKvStep step,
+                 const cuda::DecodeAttentionParams& dp);
+  std::vector<int64_t> GraphKey(const StepHost& h, const CudaCodecStep& codec,
+                                const cuda::DecodeAttentionParams& dp) const;
+  // the codec step of `format`'s caches (one per format, kept across steps).
+  CudaCodecStep& CodecStepFor(KvPageFormat format);
   // the stream and the cublas handle on it, with a fixed workspace (needed for graph capture).
   void InitBlas();
   // y (n, rows) fp32 (+)= x (n, cols) fp16 · w (rows, cols) fp16ᵀ, fp32 accumulation.
@@ -132,9 +141,7 @@ class CudaLlamaModel : public LlamaModel {
   DeviceArray<float> x_, qkv_, att_, gu_, logits_, workspace_;
   DeviceArray<float> kv_pre_;  // commvq: (n, k | v) before rope, what its flushes code
   DeviceArray<__half> xn_, att16_, h_;
-  CudaCodedStep coded_;  // flushes, sink and gathers of vecinfer, kivi and commvq caches
-  CudaVecInferStep vecinfer_;
-  CudaCommVqStep commvq_;
+  std::array<std::unique_ptr<CudaCodecStep>, 4> codec_steps_;  // by KvPageFormat
   DeviceArray<uint8_t> blas_workspace_;
   // decode steps without page flushes replay a captured graph (runtime/cuda/cuda_graph_cache.h).
   bool use_graphs_ = CudaGraphsDefault();
@@ -273,92 +280,292 @@ void CudaLlamaModel::Forward(std::span<const ForwardSeq> batch, std::vector<floa
                  });
 }
 
-void CudaLlamaModel::ForwardOneCache(std::span<const ForwardSeq> batch,
-                                     std::vector<float>* logits) {
-  const ModelConfig& c = config_;
-  const int hid = c.hidden_size, hd = c.head_dim, nh = c.num_heads, nkv = c.num_kv_heads;
-  const int qd = nh * hd, kvd = nkv * hd, ffn = c.ffn_size, qkvd = qd + 2 * kvd;
-  // host metadata of the sequences with new tokens, uploaded in one copy:
-  // ids, tok_seq, tok_pos (n each); slots, num_cached, coded_before, coded_after, ring lengths
-  // (b each); block tables (b, stride); logit rows (r).
+// the host side of a step over one cache: the sequences with new tokens, checked, and the
+// metadata uploaded in one copy (ids, tok_seq, tok_pos (n each); slots, num_cached,
+// coded_before, coded_after, ring lengths (b each); block tables (b, stride); logit rows (r);
+// prefill query tiles).
+struct CudaLlamaModel::StepHost {
   CudaKvCache* cache = nullptr;
+  CudaStepPlan plan;
+  int n = 0, b = 0, r = 0, max_coded = 0, max_total = 0;
+  bool all_single = true;
+  std::vector<int32_t> ids, tok_seq, tok_pos, rows, slots, before, after, ring_lens, first,
+      q_tiles;
+};
+
+CudaLlamaModel::StepHost CudaLlamaModel::PlanStep(std::span<const ForwardSeq> batch) const {
+  const ModelConfig& c = config_;
+  StepHost h;
   std::vector<const ForwardSeq*> seqs;
-  int n = 0, stride = 1;
+  int stride = 1;
   for (const ForwardSeq& s : batch) {
     if (s.tokens.empty()) continue;
-    auto* cc = dynamic_cast<CudaKvCache*>(s.cache);
-    if (cc == nullptr) Fail("every sequence needs a CudaKvCache");
-    if (cache != nullptr && cc != cache) Fail("all sequences of a step must share one cache");
-    cache = cc;
+    if (s.cache == nullptr || s.cache->device() != KvDevice::kCuda) {
+      Fail("every sequence needs a cuda kv cache");
+    }
+    auto* cc = static_cast<CudaKvCache*>(s.cache);  // the only kCuda cache
+    if (h.cache != nullptr && cc != h.cache) Fail("all sequences of a step must share one cache");
+    h.cache = cc;
     seqs.push_back(&s);
-    n += static_cast<int>(s.tokens.size());
+    h.n += static_cast<int>(s.tokens.size());
     stride = std::max(stride, s.kv.num_blocks);
   }
-  if (n == 0) return;
+  if (h.n == 0) return h;
   // block tables padded to a power of two: the stride (baked into a cuda graph's launches) then
   // changes only when a sequence's table doubles.
   stride = static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::max(stride, 1))));
-  const int b_count = static_cast<int>(seqs.size());
-  const KvCacheSpec& spec = cache->spec();
-  std::vector<int32_t> ids, tok_seq, tok_pos, rows;
-  std::vector<int32_t> num_new(b_count), slots(b_count), cached(b_count), before(b_count), after(b_count),
-      ring_lens(b_count), tables(static_cast<size_t>(b_count) * stride, 0), first(b_count);
-  bool all_single = true;
-  int max_flush = 0, max_coded = 0, max_total = 0;
-  for (int j = 0; j < b_count; ++j) {
+  h.b = static_cast<int>(seqs.size());
+  const KvCacheSpec& spec = h.cache->spec();
+  CudaStepPlan& plan = h.plan;
+  plan.stride = stride;
+  plan.num_new.resize(h.b);
+  plan.num_cached.resize(h.b);
+  plan.tables.assign(static_cast<size_t>(h.b) * stride, 0);
+  h.slots.resize(h.b);
+  h.before.resize(h.b);
+  h.after.resize(h.b);
+  h.ring_lens.resize(h.b);
+  h.first.resize(h.b);
+  for (int j = 0; j < h.b; ++j) {
     const ForwardSeq& s = *seqs[j];
     const int m = static_cast<int>(s.tokens.size()), total = s.kv.num_cached + m;
-    first[j] = static_cast<int32_t>(ids.size());
-    if (s.kv.slot < 0 || s.kv.slot >= cache->num_slots()) Fail("slot out of range");
+    h.first[j] = static_cast<int32_t>(h.ids.size());
+    if (s.kv.slot < 0 || s.kv.slot >= h.cache->num_slots()) Fail("slot out of range");
     if (PagesForTokens(spec, total) > s.kv.num_blocks) Fail("block table too short");
     for (int i = 0; i < m; ++i) {
       if (s.tokens[i] < 0 || s.tokens[i] >= c.vocab_size) Fail("token id out of range");
-      if (s.want_all_logits || (s.want_logits && i == m - 1)) rows.push_back(static_cast<int32_t>(ids.size()));
-      ids.push_back(s.tokens[i]);
-      tok_seq.push_back(j);
-      tok_pos.push_back(s.kv.num_cached + i);
+      if (s.want_all_logits || (s.want_logits && i == m - 1)) {
+        h.rows.push_back(static_cast<int32_t>(h.ids.size()));
+      }
+      h.ids.push_back(s.tokens[i]);
+      h.tok_seq.push_back(j);
+      h.tok_pos.push_back(s.kv.num_cached + i);
     }
     for (int i = 0; i < s.kv.num_blocks; ++i) {
-      if (s.kv.block_table[i] < 0 || s.kv.block_table[i] >= cache->num_pages()) {
+      if (s.kv.block_table[i] < 0 || s.kv.block_table[i] >= h.cache->num_pages()) {
         if (i < PagesForTokens(spec, total)) Fail("page id out of range");
       } else {
-        tables[static_cast<size_t>(j) * stride + i] = s.kv.block_table[i];
+        plan.tables[static_cast<size_t>(j) * stride + i] = s.kv.block_table[i];
       }
     }
-    num_new[j] = m;
-    slots[j] = s.kv.slot;
-    cached[j] = s.kv.num_cached;
-    before[j] = CodedTokens(spec, s.kv.num_cached);
-    after[j] = CodedTokens(spec, total);
-    ring_lens[j] = total - after[j];
-    max_flush = std::max(max_flush, std::min(cached[j], after[j]) - before[j]);
-    max_coded = std::max(max_coded, after[j]);
-    max_total = std::max(max_total, total);
-    if (m != 1) all_single = false;
+    plan.num_new[j] = m;
+    plan.num_cached[j] = s.kv.num_cached;
+    h.slots[j] = s.kv.slot;
+    h.before[j] = CodedTokens(spec, s.kv.num_cached);
+    h.after[j] = CodedTokens(spec, total);
+    h.ring_lens[j] = total - h.after[j];
+    plan.max_flush = std::max(plan.max_flush, std::min(s.kv.num_cached, h.after[j]) - h.before[j]);
+    h.max_coded = std::max(h.max_coded, h.after[j]);
+    h.max_total = std::max(h.max_total, total);
+    if (m != 1) h.all_single = false;
   }
-  const int r = static_cast<int>(rows.size());
+  h.r = static_cast<int>(h.rows.size());
   // multi-token steps: query tiles for the tensor-core prefill kernels (prefill_tiles.h).
-  std::vector<int32_t> q_tiles =
-      all_single || !tiled_prefill_
-          ? std::vector<int32_t>()
-          : cuda::PlanPrefillTiles(first, cached, num_new, spec.residual_tokens, spec.page_tokens);
+  if (!h.all_single && tiled_prefill_) {
+    h.q_tiles = cuda::PlanPrefillTiles(h.first, plan.num_cached, plan.num_new,
+                                       spec.residual_tokens, spec.page_tokens);
+  }
+  return h;
+}
+
+// uploads the step's metadata and fills the per-step fields of the kv step and, for decode
+// steps, of the decode-attention params (the per-layer ones are set by RunLayers).
+void CudaLlamaModel::UploadStep(const StepHost& h, cuda::PagedKvStep* step,
+                                cuda::DecodeAttentionParams* dp) {
+  const ModelConfig& c = config_;
+  const int hd = c.head_dim, nh = c.num_heads, nkv = c.num_kv_heads;
+  const int qd = nh * hd, kvd = nkv * hd, qkvd = qd + 2 * kvd;
+  const int n = h.n, b = h.b;
   std::vector<int32_t> meta;
-  for (std::vector<int32_t>* v : {&ids, &tok_seq, &tok_pos, &slots, &cached, &before, &after,
-                                        &ring_lens, &tables, &rows, &q_tiles}) {
+  for (const std::vector<int32_t>* v :
+       {&h.ids, &h.tok_seq, &h.tok_pos, &h.slots, &h.plan.num_cached, &h.before, &h.after,
+        &h.ring_lens, &h.plan.tables, &h.rows, &h.q_tiles}) {
     meta.insert(meta.end(), v->begin(), v->end());
   }
   meta_.UploadAsync(meta, stream_);
-  const bool vecinfer = cache->format() == CudaKvFormat::kVecInfer;
-  const bool kivi = cache->format() == CudaKvFormat::kKivi;
-  const bool commvq = cache->format() == CudaKvFormat::kCommVq;
-  const bool coded = vecinfer || kivi || commvq;
-  if (coded) coded_.Plan(*cache, cached, num_new, tables, stride, stream_);
   const int32_t* d = meta_.data();
-  const int32_t *d_ids = d, *d_seq = d + n, *d_pos = d + 2 * n;
-  const int32_t *d_slots = d + 3 * n, *d_cached = d_slots + b_count, *d_before = d_cached + b_count,
-                *d_after = d_before + b_count, *d_ring = d_after + b_count,
-                *d_tables = d_ring + b_count, *d_rows = d_tables + tables.size();
+  const int32_t *d_seq = d + n, *d_pos = d + 2 * n;
+  const int32_t *d_slots = d + 3 * n, *d_cached = d_slots + b, *d_before = d_cached + b,
+                *d_after = d_before + b, *d_ring = d_after + b, *d_tables = d_ring + b,
+                *d_rows = d_tables + h.plan.tables.size();
+  const CudaKvCache& cache = *h.cache;
+  const KvCacheSpec& spec = cache.spec();
+  step->num_tokens = n;
+  step->tok_seq = d_seq;
+  step->tok_pos = d_pos;
+  step->q_tiles = h.q_tiles.empty() ? nullptr : d_rows + h.r;
+  step->num_q_tiles = static_cast<int>(h.q_tiles.size() / 2);
+  step->batch = b;
+  step->slots = d_slots;
+  step->num_cached = d_cached;
+  step->coded_before = d_before;
+  step->coded_after = d_after;
+  step->block_tables = d_tables;
+  step->block_table_stride = h.plan.stride;
+  step->pages = cache.pages();
+  step->page_stride = static_cast<int64_t>(spec.page_bytes);
+  step->page_tokens = spec.page_tokens;
+  step->ring_slot_stride = cache.ring_slot_stride();
+  step->ring_tokens = cache.ring_tokens();
+  step->num_kv_heads = nkv;
+  step->head_dim = hd;
+  step->sink_slot_stride = cache.sink_slot_stride();
+  step->sink_tokens = spec.sink_tokens;
+  if (!h.q_tiles.empty()) {
+    // the prefill kernel's key splits (prefill_tiles.h) share the decode steps' workspace: up
+    // to 8 splits of 512 tokens, fewer of longer steps (which fill the sms without).
+    const int splits = std::clamp(4096 / n, 2, cuda::kMaxPrefillSplits);
+    workspace_.Reserve(size_t(cuda::PrefillWorkFloats(n, nh, hd, splits)));
+    step->max_seq_len = h.max_total;
+    step->prefill_work = workspace_.data();
+    step->prefill_work_floats = static_cast<int64_t>(workspace_.size());
+    step->prefill_splits = prefill_splits_;
+  }
+  if (!h.all_single) return;
+  workspace_.Reserve(cuda::DecodeWorkspaceFloats(b, nh, hd));
+  dp->q = qkv_.data();
+  dp->q_batch_stride = qkvd;
+  dp->q_head_stride = hd;
+  dp->out = att_.data();
+  dp->out_batch_stride = qd;
+  dp->out_head_stride = hd;
+  dp->batch = b;
+  dp->num_heads = nh;
+  dp->num_kv_heads = nkv;
+  dp->head_dim = hd;
+  dp->scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  dp->pages = cache.pages();
+  dp->page_stride = step->page_stride;
+  dp->page_tokens = spec.page_tokens;
+  dp->block_tables = d_tables;
+  dp->block_table_stride = h.plan.stride;
+  dp->coded_lens = d_after;
+  dp->max_coded_len = h.max_coded;
+  dp->res_token_stride = kvd;
+  dp->res_head_stride = hd;
+  dp->res_slot_stride = cache.ring_slot_stride();
+  dp->res_ring_tokens = cache.ring_tokens();
+  dp->slots = d_slots;
+  dp->res_lens = d_ring;
+  dp->workspace = workspace_.data();
+}
 
+// every launch of a step: embedding, the blocks (attention through the codec's step), the
+// output norm and head for the logit rows.
+void CudaLlamaModel::RunLayers(const StepHost& h, CudaCodecStep& codec, cuda::PagedKvStep step,
+                               const cuda::DecodeAttentionParams& dp) {
+  const ModelConfig& c = config_;
+  const int hid = c.hidden_size, hd = c.head_dim, nh = c.num_heads, nkv = c.num_kv_heads;
+  const int qd = nh * hd, kvd = nkv * hd, ffn = c.ffn_size, qkvd = qd + 2 * kvd;
+  const int n = h.n, r = h.r;
+  const CudaKvCache& cache = *h.cache;
+  const bool pre_rope = cache.spec().needs_pre_rope_keys;
+  const int32_t* d_ids = meta_.data();
+  const int32_t* d_pos = step.tok_pos;
+  const int32_t* d_rows = step.block_tables + h.plan.tables.size();
+  CudaLayerIo io;
+  io.step = &step;
+  io.qkv = qkv_.data();
+  io.qkv_stride = qkvd;
+  io.kv_pre = pre_rope ? kv_pre_.data() : nullptr;
+  io.num_heads = nh;
+  io.att = att_.data();
+  io.att_stride = qd;
+  io.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  io.decode = h.all_single;
+  io.dp = dp;
+  Check(cuda::LaunchEmbeddingGather(d_ids, token_embd_.data(), x_.data(), n, hid, stream_),
+        "embedding");
+  for (int l = 0; l < c.num_layers; ++l) {
+    const CudaLayer& w = layers_[l];
+    step.layer_offset = static_cast<int64_t>(cache.layer_page_bytes()) * l;
+    step.ring_k = cache.ring(l, 0);
+    step.ring_v = cache.ring(l, 1);
+    step.sink_k = cache.sink(l, 0);
+    step.sink_v = cache.sink(l, 1);
+    io.dp.layer_offset = step.layer_offset;
+    io.dp.res_k = step.ring_k;
+    io.dp.res_v = step.ring_v;
+    // attention block.
+    Check(cuda::LaunchRmsNormHalf(x_.data(), nullptr, w.attn_norm.data(), xn_.data(), n, hid,
+                                  c.rms_eps, stream_),
+          "attn norm");
+    Gemm(xn_.data(), w.wqkv.data(), qkv_.data(), n, hid, qkvd, false);
+    if (pre_rope) {  // k and v before rope (adjacent in a qkv row), for the flushes
+      CheckCuda(cudaMemcpy2DAsync(kv_pre_.data(), 2 * kvd * sizeof(float), qkv_.data() + qd,
+                                  qkvd * sizeof(float), 2 * kvd * sizeof(float), n,
+                                  cudaMemcpyDeviceToDevice, stream_),
+                "pre-rope keys");
+    }
+    // q's nh heads and k's nkv heads are adjacent in a qkv row: one launch rotates both.
+    Check(cuda::LaunchRope(qkv_.data(), qkvd, n, nh + nkv, hd, rope_half_, d_pos,
+                           rope_freqs_.data(), stream_),
+          "rope q, k");
+    Check(codec.Layer(cache, l, io, stream_), "kv cache and attention");
+    Check(cuda::LaunchFloatToHalf(att_.data(), att16_.data(), int64_t{n} * qd, stream_), "cast");
+    Gemm(att16_.data(), w.wo.data(), x_.data(), n, qd, hid, /*accumulate=*/true);
+    // feed-forward block.
+    Check(cuda::LaunchRmsNormHalf(x_.data(), nullptr, w.ffn_norm.data(), xn_.data(), n, hid,
+                                  c.rms_eps, stream_),
+          "ffn norm");
+    Gemm(xn_.data(), w.wgate_up.data(), gu_.data(), n, hid, 2 * ffn, false);
+    Check(cuda::LaunchSiluMulHalf(gu_.data(), h_.data(), n, ffn, stream_), "silu_mul");
+    Gemm(h_.data(), w.wdown.data(), x_.data(), n, ffn, hid, /*accumulate=*/true);
+  }
+  if (r > 0) {
+    Check(cuda::LaunchRmsNormHalf(x_.data(), d_rows, output_norm_.data(), xn_.data(), r, hid,
+                                  c.rms_eps, stream_),
+          "output norm");
+    Gemm(xn_.data(), lm_head_.data(), logits_.data(), r, hid, c.vocab_size, false);
+  }
+}
+
+// a decode step's graph key: every host value and pointer baked into its launches. the
+// lengths are read on the device, so what max_coded changes is only the decode split count
+// (the same in every layer) and a step flushing pages differs only in the flush count.
+std::vector<int64_t> CudaLlamaModel::GraphKey(const StepHost& h, const CudaCodecStep& codec,
+                                              const cuda::DecodeAttentionParams& dp) const {
+  const CudaKvCache& cache = *h.cache;
+  const KvCacheSpec& spec = cache.spec();
+  const CudaVecInferConstants& vc = cache.vecinfer();
+  const CudaCommVqConstants& cq = cache.commvq();
+  std::vector<int64_t> key = {h.n, h.b, h.plan.stride, h.r, codec.DecodeSplits(cache, dp),
+                              h.plan.max_flush, int64_t(cache.format()), spec.page_tokens,
+                              spec.sink_tokens, int64_t(spec.page_bytes),
+                              cache.ring_slot_stride(), cache.ring_tokens(),
+                              cache.sink_slot_stride(), cache.kivi_bits(), vc.k_sub_dim,
+                              vc.v_sub_dim, vc.per_head, vc.hadamard, cq.key_rounds,
+                              cq.value_rounds, cq.key_head_stride, cq.value_head_stride};
+  float theta = cq.rope_theta;  // the bits of the commvq rope base
+  int32_t theta_bits = 0;
+  std::memcpy(&theta_bits, &theta, sizeof(theta_bits));
+  key.push_back(theta_bits);
+  for (const void* p : std::initializer_list<const void*>{
+           &cache, cache.pages(), cache.ring(0, 0), cache.sink(0, 0), vc.lambda, vc.k_centroids,
+           vc.v_centroids, meta_.data(), x_.data(), xn_.data(), qkv_.data(), att_.data(),
+           att16_.data(), gu_.data(), h_.data(), workspace_.data(), logits_.data(),
+           cq.key_books, cq.value_books, cq.rope_freqs, cache.ring(0, 2), kv_pre_.data()}) {
+    key.push_back(reinterpret_cast<intptr_t>(p));
+  }
+  codec.AppendGraphKey(&key);
+  return key;
+}
+
+CudaCodecStep& CudaLlamaModel::CodecStepFor(KvPageFormat format) {
+  std::unique_ptr<CudaCodecStep>& s = codec_steps_[static_cast<int>(format)];
+  if (s == nullptr) s = MakeCudaCodecStep(format);
+  return *s;
+}
+
+void CudaLlamaModel::ForwardOneCache(std::span<const ForwardSeq> batch,
+                                     std::vector<float>* logits) {
+  const ModelConfig& c = config_;
+  const int hid = c.hidden_size, qd = c.num_heads * c.head_dim;
+  const int kvd = c.num_kv_heads * c.head_dim, ffn = c.ffn_size, qkvd = qd + 2 * kvd;
+  const StepHost h = PlanStep(batch);
+  if (h.n == 0) return;
+  const int n = h.n, r = h.r;
+  CudaCodecStep& codec = CodecStepFor(h.cache->format());
   x_.Reserve(size_t(n) * hid);
   xn_.Reserve(size_t(std::max(n, r)) * hid);
   qkv_.Reserve(size_t(n) * qkvd);
@@ -366,183 +573,15 @@ void CudaLlamaModel::ForwardOneCache(std::span<const ForwardSeq> batch,
   att16_.Reserve(size_t(n) * qd);
   gu_.Reserve(size_t(n) * 2 * ffn);
   h_.Reserve(size_t(n) * ffn);
-  if (commvq) kv_pre_.Reserve(size_t(n) * 2 * kvd);
-
-  cuda::PagedKvStep step;
-  step.num_tokens = n;
-  step.tok_seq = d_seq;
-  step.tok_pos = d_pos;
-  step.q_tiles = q_tiles.empty() ? nullptr : d_rows + r;
-  step.num_q_tiles = static_cast<int>(q_tiles.size() / 2);
-  step.batch = b_count;
-  step.slots = d_slots;
-  step.num_cached = d_cached;
-  step.coded_before = d_before;
-  step.coded_after = d_after;
-  step.block_tables = d_tables;
-  step.block_table_stride = stride;
-  step.pages = cache->pages();
-  step.page_stride = static_cast<int64_t>(spec.page_bytes);
-  step.page_tokens = spec.page_tokens;
-  step.ring_slot_stride = cache->ring_slot_stride();
-  step.ring_tokens = cache->ring_tokens();
-  step.num_kv_heads = nkv;
-  step.head_dim = hd;
-  step.sink_slot_stride = cache->sink_slot_stride();
-  step.sink_tokens = spec.sink_tokens;
-  if (!q_tiles.empty()) {
-    // the prefill kernel's key splits (prefill_tiles.h) share the decode steps' workspace: up
-    // to 8 splits of 512 tokens, fewer of longer steps (which fill the sms without).
-    const int splits = std::clamp(4096 / n, 2, cuda::kMaxPrefillSplits);
-    workspace_.Reserve(size_t(cuda::PrefillWorkFloats(n, nh, hd, splits)));
-    step.max_seq_len = max_total;
-    step.prefill_work = workspace_.data();
-    step.prefill_work_floats = static_cast<int64_t>(workspace_.size());
-    step.prefill_splits = prefill_splits_;
-  }
-
-  cuda::DecodeAttentionParams dp;
-  if (all_single) {
-    workspace_.Reserve(cuda::DecodeWorkspaceFloats(b_count, nh, hd));
-    dp.q = qkv_.data();
-    dp.q_batch_stride = qkvd;
-    dp.q_head_stride = hd;
-    dp.out = att_.data();
-    dp.out_batch_stride = qd;
-    dp.out_head_stride = hd;
-    dp.batch = b_count;
-    dp.num_heads = nh;
-    dp.num_kv_heads = nkv;
-    dp.head_dim = hd;
-    dp.scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    dp.pages = cache->pages();
-    dp.page_stride = step.page_stride;
-    dp.page_tokens = spec.page_tokens;
-    dp.block_tables = d_tables;
-    dp.block_table_stride = stride;
-    dp.coded_lens = d_after;
-    dp.max_coded_len = max_coded;
-    dp.res_token_stride = kvd;
-    dp.res_head_stride = hd;
-    dp.res_slot_stride = cache->ring_slot_stride();
-    dp.res_ring_tokens = cache->ring_tokens();
-    dp.slots = d_slots;
-    dp.res_lens = d_ring;
-    dp.workspace = workspace_.data();
-  }
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  if (h.cache->spec().needs_pre_rope_keys) kv_pre_.Reserve(size_t(n) * 2 * kvd);
   if (r > 0) logits_.Reserve(size_t(r) * c.vocab_size);
-
-  auto launches = [&] {
-    Check(cuda::LaunchEmbeddingGather(d_ids, token_embd_.data(), x_.data(), n, hid, stream_),
-          "embedding");
-    for (int l = 0; l < c.num_layers; ++l) {
-      const CudaLayer& w = layers_[l];
-      step.layer_offset = static_cast<int64_t>(cache->layer_page_bytes()) * l;
-      step.ring_k = cache->ring(l, 0);
-      step.ring_v = cache->ring(l, 1);
-      step.sink_k = cache->sink(l, 0);
-      step.sink_v = cache->sink(l, 1);
-      // attention block.
-      Check(cuda::LaunchRmsNormHalf(x_.data(), nullptr, w.attn_norm.data(), xn_.data(), n, hid,
-                                    c.rms_eps, stream_),
-            "attn norm");
-      Gemm(xn_.data(), w.wqkv.data(), qkv_.data(), n, hid, qkvd, false);
-      if (commvq) {  // k and v before rope (adjacent in a qkv row), for the flushes
-        CheckCuda(cudaMemcpy2DAsync(kv_pre_.data(), 2 * kvd * sizeof(float), qkv_.data() + qd,
-                                    qkvd * sizeof(float), 2 * kvd * sizeof(float), n,
-                                    cudaMemcpyDeviceToDevice, stream_),
-                  "pre-rope keys");
-      }
-      // q's nh heads and k's nkv heads are adjacent in a qkv row: one launch rotates both.
-      Check(cuda::LaunchRope(qkv_.data(), qkvd, n, nh + nkv, hd, rope_half_, d_pos, rope_freqs_.data(),
-                             stream_),
-            "rope q, k");
-      if (coded) {
-        dp.layer_offset = step.layer_offset;
-        dp.res_k = step.ring_k;
-        dp.res_v = step.ring_v;
-        if (commvq) {
-          Check(commvq_.Layer(*cache, l, coded_, step, qkv_.data(), qkvd, kv_pre_.data(), nh,
-                              att_.data(), qd, all_single, dp, stream_),
-                "commvq kv");
-        } else if (vecinfer) {
-          Check(vecinfer_.Layer(*cache, l, coded_, step, qkv_.data(), qkvd, nh, att_.data(), qd,
-                                all_single, dp, stream_),
-                "vecinfer kv");
-        } else {
-          Check(CudaKiviLayer(*cache, l, coded_, step, qkv_.data(), qkvd, nh, att_.data(), qd,
-                              all_single, dp, stream_),
-                "kivi kv");
-        }
-      } else {
-        Check(cuda::LaunchPagedKvFlush(step, max_flush, stream_), "kv flush");
-        Check(cuda::LaunchPagedKvAppend(step, qkv_.data() + qd, qkv_.data() + qd + kvd, qkvd,
-                                        stream_),
-              "kv append");
-        if (all_single) {
-          dp.layer_offset = step.layer_offset;
-          dp.res_k = step.ring_k;
-          dp.res_v = step.ring_v;
-          Check(cuda::LaunchDecodeAttention(cuda::KvPageFormat::kFp16, dp, stream_),
-                "decode attention");
-        } else {
-          Check(cuda::LaunchPrefillAttention(step, qkv_.data(), qkvd, att_.data(), qd, nh, scale,
-                                             stream_),
-                "prefill attention");
-        }
-      }
-      Check(cuda::LaunchFloatToHalf(att_.data(), att16_.data(), int64_t{n} * qd, stream_), "cast");
-      Gemm(att16_.data(), w.wo.data(), x_.data(), n, qd, hid, /*accumulate=*/true);
-      // feed-forward block.
-      Check(cuda::LaunchRmsNormHalf(x_.data(), nullptr, w.ffn_norm.data(), xn_.data(), n, hid,
-                                    c.rms_eps, stream_),
-            "ffn norm");
-      Gemm(xn_.data(), w.wgate_up.data(), gu_.data(), n, hid, 2 * ffn, false);
-      Check(cuda::LaunchSiluMulHalf(gu_.data(), h_.data(), n, ffn, stream_), "silu_mul");
-      Gemm(h_.data(), w.wdown.data(), x_.data(), n, ffn, hid, /*accumulate=*/true);
-    }
-    if (r > 0) {
-      Check(cuda::LaunchRmsNormHalf(x_.data(), d_rows, output_norm_.data(), xn_.data(), r, hid,
-                                    c.rms_eps, stream_),
-            "output norm");
-      Gemm(xn_.data(), lm_head_.data(), logits_.data(), r, hid, c.vocab_size, false);
-    }
-  };  // launches
-  // a decode step: key = every host value and pointer baked into launches. the lengths are
-  // read on the device, so what max_coded changes is only the decode split count (the same in
-  // every layer) and a step flushing pages differs only in the flush count.
-  if (use_graphs_ && all_single) {
-    const CudaVecInferConstants& vc = cache->vecinfer();
-    const CudaCommVqConstants& cq = cache->commvq();
-    const int splits =
-        vecinfer ? cuda::ChooseDecodeSplits(cuda::KvPageFormat::kVecInfer,
-                                            vecinfer_.DecodeParams(*cache, 0, coded_, dp))
-        : kivi   ? cuda::ChooseDecodeSplits(cuda::KvPageFormat::kKivi,
-                                            KiviDecodeParams(*cache, 0, coded_, dp))
-        : commvq ? cuda::ChooseDecodeSplits(cuda::KvPageFormat::kCommVq,
-                                            CudaCommVqStep::DecodeParams(*cache, 0, coded_, dp))
-                 : cuda::ChooseDecodeSplits(cuda::KvPageFormat::kFp16, dp);
-    std::vector<int64_t> key = {n, b_count, stride, r, splits, max_flush, int64_t(cache->format()),
-                                spec.page_tokens, spec.sink_tokens, int64_t(spec.page_bytes),
-                                cache->ring_slot_stride(), cache->ring_tokens(),
-                                cache->sink_slot_stride(), cache->kivi_bits(), vc.k_sub_dim,
-                                vc.v_sub_dim, vc.per_head, vc.hadamard, cq.key_rounds,
-                                cq.value_rounds, cq.key_head_stride, cq.value_head_stride};
-    float theta = cq.rope_theta;  // the bits of the commvq rope base
-    int32_t theta_bits = 0;
-    std::memcpy(&theta_bits, &theta, sizeof(theta_bits));
-    key.push_back(theta_bits);
-    for (const void* p : std::initializer_list<const void*>{
-             cache, cache->pages(), cache->ring(0, 0), cache->sink(0, 0), vc.lambda,
-             vc.k_centroids, vc.v_centroids, meta_.data(), x_.data(), xn_.data(), qkv_.data(),
-             att_.data(), att16_.data(), gu_.data(), h_.data(), workspace_.data(), logits_.data(),
-             vecinfer_.q_tilde(), cq.key_books, cq.value_books, cq.rope_freqs, cache->ring(0, 2),
-             kv_pre_.data()}) {
-      key.push_back(reinterpret_cast<intptr_t>(p));
-    }
-    if (coded) coded_.AppendGraphKey(&key);
-    Check(graphs_.Run(key, stream_, launches), "cuda graph");
+  cuda::PagedKvStep step;
+  cuda::DecodeAttentionParams dp;
+  UploadStep(h, &step, &dp);
+  codec.Plan(*h.cache, h.plan, stream_);
+  auto launches = [&] { RunLayers(h, codec, step, dp); };
+  if (use_graphs_ && h.all_single) {
+    Check(graphs_.Run(GraphKey(h, codec, dp), stream_, launches), "cuda graph");
   } else {
     launches();
   }

@@ -8,7 +8,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
-#include "kernels/cuda/random_fill.h"
+#include "kernels/cuda/model/random_fill.h"
 
 namespace vqserve {
 
@@ -56,7 +56,7 @@ absl::Status FillCudaKvCacheRandom(CudaKvCache& cache, uint64_t seed) {
   const int64_t layers_slots = static_cast<int64_t>(cache.shape().num_layers) * cache.num_slots();
   const int64_t ring_halves = cache.ring_slot_stride() * layers_slots;  // sink rows not included
   std::string err =
-      cache.format() == CudaKvFormat::kVecInfer
+      cache.format() == KvPageFormat::kVecInfer
           ? cuda::LaunchFillRandomBytes(cache.pages(), page_total, seed, nullptr)
           : cuda::LaunchFillRandomHalf(reinterpret_cast<__half*>(cache.pages()), page_total / 2,
                                        1.0f, 0.0f, seed, nullptr);

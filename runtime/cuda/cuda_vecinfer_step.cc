@@ -2,9 +2,9 @@
 
 #include <cmath>
 
-#include "kernels/cuda/vecinfer_encode.h"
-#include "kernels/cuda/ring_kv_step.h"
-#include "kernels/cuda/vecinfer_kv_step.h"
+#include "kernels/cuda/encode/vecinfer_encode.h"
+#include "kernels/cuda/kv_step/ring_kv_step.h"
+#include "kernels/cuda/kv_step/vecinfer_kv_step.h"
 
 namespace vqserve {
 namespace {

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace vqserve {
 namespace {
@@ -25,6 +26,7 @@ class Reader {
  public:
   Reader(const uint8_t* data, size_t size) : data_(data), size_(size) {}
   size_t pos() const { return pos_; }
+  size_t remaining() const { return size_ - pos_; }
   bool Read(void* out, size_t n) {
     if (n > size_ - pos_) return false;
     std::memcpy(out, data_ + pos_, n);
@@ -46,6 +48,17 @@ class Reader {
   size_t size_;
   size_t pos_ = 0;
 };
+
+// the fewest bytes one value of `type` takes in the file (arrays: element type and count).
+uint64_t MinValueBytes(GgufValueType type) {
+  switch (type) {
+    case GgufValueType::kUint8: case GgufValueType::kInt8: case GgufValueType::kBool: return 1;
+    case GgufValueType::kUint16: case GgufValueType::kInt16: return 2;
+    case GgufValueType::kUint32: case GgufValueType::kInt32: case GgufValueType::kFloat32: return 4;
+    case GgufValueType::kArray: return 12;
+    default: return 8;  // 64-bit numbers; strings (their length)
+  }
+}
 
 bool ReadValue(Reader& r, GgufValueType type, int depth, GgufValue* out, std::string* err) {
   out->type = type;
@@ -84,6 +97,11 @@ bool ReadValue(Reader& r, GgufValueType type, int depth, GgufValue* out, std::st
       }
       if (n > kMaxArrayElements) { *err = "array too long"; return false; }
       out->array_type = static_cast<GgufValueType>(elem);
+      // the count must fit the bytes left, before anything is allocated for it.
+      if (n > r.remaining() / MinValueBytes(out->array_type)) {
+        *err = absl::StrCat("array of ", n, " elements is longer than the file (truncated?)");
+        return false;
+      }
       std::vector<GgufValue> items(n);
       for (uint64_t i = 0; i < n; ++i) {
         if (!ReadValue(r, out->array_type, depth + 1, &items[i], err)) return false;
@@ -97,6 +115,18 @@ bool ReadValue(Reader& r, GgufValueType type, int depth, GgufValue* out, std::st
   }
   *err = "truncated metadata";
   return false;
+}
+
+// `s` with control characters escaped (\n, \xHH): names read from the file stay on one line.
+std::string OneLine(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (u < 0x20 || u == 0x7f) out += absl::StrFormat("\\x%02x", u);
+    else out += c;
+  }
+  return out;
 }
 
 }  // namespace
@@ -126,7 +156,7 @@ int64_t GgufTensor::num_elements() const {
 
 absl::StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path) {
   auto fail = [&](const std::string& what) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", OneLine(what)));
   };
   int fd = ::open(path.c_str(), O_RDONLY);
   if (fd < 0) return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
@@ -160,7 +190,10 @@ absl::StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path
   }
   uint64_t n_tensors, n_kv;
   if (!r.Get(&n_tensors) || !r.Get(&n_kv)) return fail("truncated header");
-  if (n_tensors > (size / 24) || n_kv > (size / 12)) return fail("tensor or metadata count exceeds the file size");
+  if (n_tensors > (size / 24) || n_kv > (size / 12)) {
+    return fail(absl::StrCat(n_tensors, " tensors and ", n_kv,
+                             " metadata keys cannot fit in the file's ", size, " bytes (truncated?)"));
+  }
 
   for (uint64_t i = 0; i < n_kv; ++i) {
     std::string key;

@@ -152,9 +152,10 @@ absl::StatusOr<CodebookFile> CodebookFile::Parse(std::string_view bytes, const s
   auto bad = [&](const std::string& why) {
     return absl::DataLossError(absl::StrCat(path, ": ", why));
   };
-  if (bytes.size() < 4 + 4 + 8 || std::memcmp(bytes.data(), kMagic, 4) != 0) {
+  if (bytes.size() < 4 || std::memcmp(bytes.data(), kMagic, 4) != 0) {
     return bad("not a vqserve codebook artifact (bad magic)");
   }
+  if (bytes.size() < 4 + 4 + 8) return bad(absl::StrCat("truncated (", bytes.size(), " bytes)"));
   uint32_t version;
   std::memcpy(&version, bytes.data() + 4, 4);
   if (version != kVersion) {

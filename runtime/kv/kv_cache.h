@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "runtime/kv/page_flush.h"
+
 namespace vqserve {
 
 // shape of the kv cache of one model.
@@ -31,12 +33,9 @@ struct KvCacheSpec {
 };
 
 // tokens of a sequence of `num_tokens` tokens that live in pages; the rest are in the residual
-// ring. policy: once residual + page tokens are buffered, the oldest page is flushed, so the
-// newest `residual_tokens` always stay fp16.
+// ring (the flush rule of page_flush.h).
 inline int CodedTokens(const KvCacheSpec& s, int num_tokens) {
-  int window = s.residual_tokens + s.page_tokens;
-  if (num_tokens < window) return 0;
-  return ((num_tokens - s.residual_tokens) / s.page_tokens) * s.page_tokens;
+  return CodedTokenCount(num_tokens, s.residual_tokens, s.page_tokens);
 }
 // pages a sequence of `num_tokens` tokens needs.
 inline int PagesForTokens(const KvCacheSpec& s, int num_tokens) {
@@ -51,8 +50,10 @@ struct KvSeqRef {
   int num_cached = 0;                    // tokens already in the cache before this step
 };
 
-// paged kv storage of one codec for all sequences. the runtime calls, per layer and step,
-// Append for the step's new tokens and then Attend for their queries.
+// where a cache's pages live: the model of the same device appends to and attends over them.
+enum class KvDevice { kHost, kCuda };
+
+// paged kv storage of one codec for all sequences: what the scheduler and the server see.
 class KvCache {
  public:
   virtual ~KvCache() = default;
@@ -60,6 +61,14 @@ class KvCache {
   virtual const KvShape& shape() const = 0;
   virtual int num_pages() const = 0;
   virtual int num_slots() const = 0;
+  virtual KvDevice device() const = 0;
+};
+
+// a cache in host memory. the cpu model calls, per layer and step, Append for the step's new
+// tokens and then Attend for their queries.
+class HostKvCache : public KvCache {
+ public:
+  KvDevice device() const final { return KvDevice::kHost; }
 
   // stores n new tokens at positions num_cached..num_cached+n-1 of `layer`, flushing whole pages
   // from the residual ring to codes as the policy above says.

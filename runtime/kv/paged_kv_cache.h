@@ -22,7 +22,7 @@ namespace vqserve {
 // token-by-token decoding see the same cache. Attend must follow the Append of the same step
 // (same sequence and layer) on the same thread, which keeps the step's fp16 window; it may
 // attend a suffix of the step's queries.
-class PagedKvCache : public KvCache {
+class PagedKvCache : public HostKvCache {
  public:
   // sink_tokens: rounded down to whole pages; ignored for codecs without a residual window.
   PagedKvCache(std::unique_ptr<KvCodec> codec, int num_pages, int num_slots, int sink_tokens = 0);

@@ -59,11 +59,11 @@ int CodedTokensFor(int n, int residual_tokens, int page_tokens) {
 size_t LayerPageBytesFor(const DecodeCaseSpec& s) {
   const size_t H = s.num_kv_heads, D = s.head_dim, P = 32;
   switch (s.format) {
-    case DecodeFormat::kFp16:
+    case KvPageFormat::kFp16:
       return 4 * H * P * D;
-    case DecodeFormat::kKivi:
+    case KvPageFormat::kKivi:
       return 4 * H * D + 4 * H * P * (D / 32) + 2 * H * D * P * s.kivi_bits / 8;
-    case DecodeFormat::kVecInfer:
+    case KvPageFormat::kVecInfer:
       return H * P * ((D / s.vq_k_sub_dim) * s.vq_k_code_bits / 8 +
                       (D / s.vq_v_sub_dim) * s.vq_v_code_bits / 8);
   }
@@ -102,16 +102,16 @@ DecodeCase MakeDecodeCase(const DecodeCaseSpec& spec) {
   uint8_t* pg = c.pages.data();
   const size_t n = c.pages.size();
   switch (spec.format) {
-    case DecodeFormat::kFp16:
+    case KvPageFormat::kFp16:
       for (size_t i = 0; i + 1 < n; i += 2) {
         const uint16_t h = FloatToHalfBits(1.7f * unit(rng));
         std::memcpy(pg + i, &h, 2);
       }
       break;
-    case DecodeFormat::kVecInfer:
+    case KvPageFormat::kVecInfer:
       for (size_t i = 0; i < n; ++i) pg[i] = static_cast<uint8_t>(rng());
       break;
-    case DecodeFormat::kKivi: {
+    case KvPageFormat::kKivi: {
       for (size_t i = 0; i < n; ++i) pg[i] = static_cast<uint8_t>(rng());
       const size_t halves = 2 * H * D + 2 * H * P * (D / 32);  // min/scale headers
       for (int page = 0; page < c.num_pages * c.num_layers; ++page) {
@@ -145,7 +145,7 @@ DecodeCase MakeDecodeCase(const DecodeCaseSpec& spec) {
   c.q_tilde.resize(qn);
   for (size_t i = 0; i < qn; ++i) c.q[i] = 1.7f * unit(rng);
   for (size_t i = 0; i < qn; ++i) c.q_tilde[i] = 1.7f * unit(rng);
-  if (spec.format == DecodeFormat::kVecInfer) {
+  if (spec.format == KvPageFormat::kVecInfer) {
     c.codebook_heads = spec.vq_per_head ? H : 1;
     c.k_codebook.resize((static_cast<size_t>(c.codebook_heads) * D) << spec.vq_k_code_bits);
     c.v_codebook.resize((static_cast<size_t>(c.codebook_heads) * D) << spec.vq_v_code_bits);

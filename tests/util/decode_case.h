@@ -9,12 +9,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/kv_page_format.h"
+
 namespace vqserve::testing {
 
-enum class DecodeFormat { kFp16 = 0, kKivi = 1, kVecInfer = 2 };
-
 struct DecodeCaseSpec {
-  DecodeFormat format = DecodeFormat::kFp16;
+  KvPageFormat format = KvPageFormat::kFp16;
   int num_heads = 8;
   int num_kv_heads = 2;
   int head_dim = 128;

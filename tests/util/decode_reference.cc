@@ -29,13 +29,13 @@ void DecodeToken(const DecodeCase& c, const uint8_t* s, int h, int tt, double* k
   const DecodeCaseSpec& sp = c.spec;
   const int H = sp.num_kv_heads, D = sp.head_dim, P = c.page_tokens;
   switch (sp.format) {
-    case DecodeFormat::kFp16:
+    case KvPageFormat::kFp16:
       for (int i = 0; i < D; ++i) {
         k[i] = Half(s, 0, (static_cast<size_t>(h) * P + tt) * D + i);
         v[i] = Half(s, 2 * static_cast<size_t>(H) * P * D, (static_cast<size_t>(h) * P + tt) * D + i);
       }
       break;
-    case DecodeFormat::kKivi: {
+    case KvPageFormat::kKivi: {
       const int bits = sp.kivi_bits, ng = D / 32;
       const size_t kscale = 2 * H * D, vmin = 4 * H * D, vscale = vmin + 2 * H * P * ng;
       const size_t kcode = vscale + 2 * H * P * ng, vcode = kcode + static_cast<size_t>(H) * D * P * bits / 8;
@@ -48,7 +48,7 @@ void DecodeToken(const DecodeCase& c, const uint8_t* s, int h, int tt, double* k
       }
       break;
     }
-    case DecodeFormat::kVecInfer: {
+    case KvPageFormat::kVecInfer: {
       const int dk = sp.vq_k_sub_dim, dv = sp.vq_v_sub_dim, mk = D / dk, mv = D / dv;
       const int kb = sp.vq_k_code_bits, vb = sp.vq_v_code_bits, nk = 1 << kb, nv = 1 << vb;
       const size_t krow = static_cast<size_t>(mk) * kb / 8, vrow = static_cast<size_t>(mv) * vb / 8;
@@ -101,7 +101,7 @@ std::vector<double> ReferenceDecodeAttention(const DecodeCase& c) {
         double mx = -INFINITY;
         for (int t = 0; t < n; ++t) {
           // coded vecinfer keys live in the transformed space: they meet q~.
-          const float* qq = (sp.format == DecodeFormat::kVecInfer && t < coded) ? qt : qv;
+          const float* qq = (sp.format == KvPageFormat::kVecInfer && t < coded) ? qt : qv;
           double d = 0;
           for (int i = 0; i < D; ++i) d += static_cast<double>(qq[i]) * ks[static_cast<size_t>(t) * D + i];
           s[t] = d * scale;

@@ -1,0 +1,6 @@
+ 
+
+systembe brief
+
+
+userhi

@@ -1,0 +1,4 @@
+
+What is a cache?PZ
+
+Šfp16
