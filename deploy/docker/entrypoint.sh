@@ -32,8 +32,9 @@ case "$cmd" in
         exit 1
       fi
     fi
+    # in a container the server listens on all its interfaces (VQSERVE_HOST, 0.0.0.0).
     set -- --model "$VQSERVE_MODEL" --device "${VQSERVE_DEVICE:-cpu}" \
-      --port "${VQSERVE_PORT:-50051}" --metrics-port "${VQSERVE_METRICS_PORT:-9464}" \
+      --host "${VQSERVE_HOST:-0.0.0.0}" --port "${VQSERVE_PORT:-50051}" --metrics-port "${VQSERVE_METRICS_PORT:-9464}" \
       ${VQSERVE_ARGS:-} "$@"
     exec vqserve serve "$@"
     ;;
