@@ -8,6 +8,8 @@
 #include <set>
 #include <type_traits>
 
+#include "runtime/tokenizer/utf8.h"
+
 namespace vqserve {
 namespace {
 
@@ -112,11 +114,15 @@ std::string EscapeHelp(std::string_view help) {
 std::string EscapeLabelValue(std::string_view value) {
   std::string out;
   out.reserve(value.size());
-  for (char c : value) {
-    if (c == '\\') out += "\\\\";
+  for (size_t i = 0; i < value.size();) {
+    const Utf8Char u = DecodeUtf8(value, i);
+    const char c = value[i];
+    if (!u.valid) out += "\xEF\xBF\xBD";  // the format is utf-8: U+FFFD for invalid bytes
+    else if (c == '\\') out += "\\\\";
     else if (c == '"') out += "\\\"";
     else if (c == '\n') out += "\\n";
-    else out += c;
+    else out.append(value.substr(i, u.length));
+    i += u.length;
   }
   return out;
 }

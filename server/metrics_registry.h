@@ -133,7 +133,8 @@ class MetricsRegistry {
 bool IsValidMetricName(std::string_view name);
 bool IsValidLabelName(std::string_view name);
 std::string EscapeHelp(std::string_view help);          // \ -> \\, newline -> \n
-std::string EscapeLabelValue(std::string_view value);   // \ -> \\, " -> \", newline -> \n
+// \ -> \\, " -> \", newline -> \n; invalid utf-8 -> U+FFFD (the format is utf-8).
+std::string EscapeLabelValue(std::string_view value);
 std::string FormatSampleValue(double value);            // +Inf, -Inf, NaN, shortest round-trip
 // bucket helpers: start, start*factor, ... (count bounds); start + i*width (count bounds).
 std::vector<double> ExponentialBuckets(double start, double factor, int count);

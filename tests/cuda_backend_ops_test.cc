@@ -118,7 +118,7 @@ std::vector<float> Launch(KvPageFormat f, DeviceDecodeCase* dev, std::string* er
 // moves the case's pages 8 bytes past an aligned device address (freed by the caller).
 uint8_t* UnalignPages(const DecodeCase& c, cuda::DecodeAttentionParams* p) {
   uint8_t* base = nullptr;
-  VQ_CUDA_CHECK(cudaMalloc(&base, c.pages.size() + 16));
+  VQ_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&base), c.pages.size() + 16));
   VQ_CUDA_CHECK(cudaMemcpy(base + 8, c.pages.data(), c.pages.size(), cudaMemcpyHostToDevice));
   p->pages = base + 8;
   return base;
@@ -145,7 +145,9 @@ TEST_P(CudaBackendOpsTest, MatchesCpuReference) {
     p.num_splits = splits;
     if (op.commvq_bits > 0) SetCommVqParams(cvq, &p);
     uint8_t* unaligned = op.unaligned ? UnalignPages(c, &p) : nullptr;
-    if (op.half_books > 0) ASSERT_TRUE(dev.UploadHalfBooks(op.half_books == 2)) << op.name;
+    if (op.half_books > 0) {
+      ASSERT_TRUE(dev.UploadHalfBooks(op.half_books == 2)) << op.name;
+    }
     std::string err;
     const std::vector<float> out = Launch(op.format, &dev, &err);
     ASSERT_EQ(err, "") << op.name;

@@ -1,7 +1,7 @@
-// the split-kv choice of the whole-wave decode kernels (kernels/cuda/decode_splits.h): on the
+// the split-kv choice of the whole-wave decode kernels (kernels/cuda/decode/decode_splits.h): on the
 // benchmark grid it picks what the fill-one-wave rule picked, and at the batch sizes where that
 // rule ran blocks after each other on a few sms it splits finer.
-#include "kernels/cuda/decode_splits.h"
+#include "kernels/cuda/decode/decode_splits.h"
 
 #include <gtest/gtest.h>
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 
 #include "gtest/gtest.h"
@@ -210,6 +211,79 @@ TEST(ModelConfigTest, RejectsMissingOrInconsistentKeys) {
   ASSERT_TRUE(f2.ok());
   EXPECT_NE(std::string(ModelConfig::FromGguf(**f2).status().message()).find("unsupported architecture"),
             std::string::npos);
+}
+
+// found by fuzz/gguf_file_fuzzer: a metadata key holding a newline made the error two lines.
+TEST(GgufFileTest, ErrorsStayOneLineWhenNamesHoldControlCharacters) {
+  auto file = GgufFile::Open(testing::TestDataPath("fuzz/gguf_file_newline_key.gguf"));
+  ASSERT_FALSE(file.ok());
+  const std::string msg(file.status().message());
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  EXPECT_NE(msg.find("gguf_file_newline_key.gguf: "), std::string::npos) << msg;
+  GgufWriter w;
+  w.AddString("bad\nkey\x01", "x");
+  w.AddString("bad\nkey\x01", "y");  // a duplicate key names the key
+  const std::string path = testing::BinaryDir() + "/gguf_newline_key.gguf";
+  w.WriteFile(path);
+  auto dup = GgufFile::Open(path);
+  ASSERT_FALSE(dup.ok());
+  EXPECT_NE(std::string(dup.status().message()).find("duplicate metadata key 'bad\\nkey\\x01'"),
+            std::string::npos)
+      << dup.status();
+  std::remove(path.c_str());
+}
+
+// found by fuzz/gguf_file_fuzzer (a timeout): an array count far beyond the file's size was
+// allocated before any element was read; now the count must fit the bytes left.
+TEST(GgufFileTest, RefusesArrayCountsLongerThanTheFile) {
+  const std::string path = testing::TestDataPath("fuzz/gguf_file_huge_array.gguf");
+  auto file = GgufFile::Open(path);
+  ASSERT_FALSE(file.ok());
+  EXPECT_NE(std::string(file.status().message()).find("is longer than the file (truncated?)"),
+            std::string::npos)
+      << file.status();
+  // by hand: one key, an array of uint8 claiming 2^27 elements, 3 bytes present.
+  std::string bytes("GGUF\x03\0\0\0", 8);
+  auto put = [&](uint64_t v, int n) { bytes.append(reinterpret_cast<const char*>(&v), n); };
+  put(0, 8);  // tensors
+  put(1, 8);  // metadata keys
+  put(1, 8);
+  bytes += "k";
+  put(static_cast<uint32_t>(GgufValueType::kArray), 4);
+  put(static_cast<uint32_t>(GgufValueType::kUint8), 4);
+  put(uint64_t{1} << 27, 8);
+  bytes += "abc";
+  const std::string tmp = testing::BinaryDir() + "/gguf_huge_array.gguf";
+  std::ofstream(tmp, std::ios::binary).write(bytes.data(), bytes.size());
+  auto lying = GgufFile::Open(tmp);
+  ASSERT_FALSE(lying.ok());
+  EXPECT_NE(std::string(lying.status().message()).find("metadata 'k': array of 134217728 elements"),
+            std::string::npos)
+      << lying.status();
+  std::remove(tmp.c_str());
+}
+
+// found by fuzz/gguf_file_fuzzer (ubsan): a float32 hyper-parameter of 4.25e37 read as an int
+// overflowed the double -> int64 conversion; floats now saturate.
+TEST(GgufFileTest, FloatsReadAsIntsSaturate) {
+  GgufWriter w;
+  w.AddFloat32("huge", 4.25e37f);
+  w.AddFloat32("tiny", -4.25e37f);
+  w.AddFloat64("nan", std::nan(""));
+  w.AddFloat32("plain", 7.9f);
+  const std::string path = testing::BinaryDir() + "/gguf_float_as_int.gguf";
+  w.WriteFile(path);
+  auto file = GgufFile::Open(path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ((*file)->GetInt("huge", 0), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ((*file)->GetInt("tiny", 0), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ((*file)->GetInt("nan", 1), 0);
+  EXPECT_EQ((*file)->GetInt("plain", 0), 7);
+  std::remove(path.c_str());
+  // the fuzzer's input: refused by the model config, not undefined behaviour.
+  auto fuzzed = GgufFile::Open(testing::TestDataPath("fuzz/gguf_file_float_block_count.gguf"));
+  ASSERT_TRUE(fuzzed.ok()) << fuzzed.status();
+  EXPECT_FALSE(ModelConfig::FromGguf(**fuzzed).ok());
 }
 
 }  // namespace

@@ -63,6 +63,15 @@ TEST(MetricsRegistryTest, LabelsAreSortedByValueAndEscaped) {
   EXPECT_EQ(lines[3], "req_total{code=\"b\",path=\"x\"} 2");
 }
 
+// found by fuzz/metrics_exposition_fuzzer: the exposition format is utf-8, so a label value
+// with invalid bytes must not make the whole scrape unparsable.
+TEST(MetricsRegistryTest, InvalidUtf8LabelValuesBecomeReplacementCharacters) {
+  EXPECT_EQ(EscapeLabelValue("ok \xC3\xA9 \xFF x \xE2\x82"), "ok \xC3\xA9 \xEF\xBF\xBD x \xEF\xBF\xBD");
+  MetricsRegistry r;
+  r.AddCounter("bad_total", "Bad.", {"v"}).WithLabels({"a\xC0\xAF\"\n"}).Inc();
+  EXPECT_TRUE(HasLine(r.Render(), "bad_total{v=\"a\xEF\xBF\xBD\xEF\xBF\xBD\\\"\\n\"} 1"));
+}
+
 TEST(MetricsRegistryTest, HelpEscapesBackslashAndNewlineButNotQuotes) {
   EXPECT_EQ(EscapeHelp("a\\b\nc\"d"), "a\\\\b\\nc\"d");
   MetricsRegistry r;

@@ -28,5 +28,4 @@ cp "$VQCB" .devbuild/fullB/vecinfer-k2v2.vqcb
 rm -rf .devbuild/fullD
 if [ -n "${COMMVQ_VQCB:-}" ]; then mkdir -p .devbuild/fullD && cp "$COMMVQ_VQCB" .devbuild/fullD/commvq-2.vqcb; fi
 head -c 2400 /usr/share/games/fortunes/fortunes > .devbuild/fullB/long_prompt.txt
-cp bench/cuda/sdpa_bench.py bench/cuda/sdpa_prefill_bench.py .devbuild/fullB/
 du -sb .devbuild/fullA .devbuild/fullB .devbuild/fullC ${COMMVQ_VQCB:+.devbuild/fullD}

@@ -136,7 +136,7 @@ if [[ " $WHAT " == *" bench "* ]]; then
   {
     $B/attention_bench /tmp/ours.csv > /tmp/bench.log 2>&1
     echo "attention_bench exit: $?"; cat /tmp/bench.log
-    PYTHONUNBUFFERED=1 python3 $DIR/sdpa_bench.py --ours /tmp/ours.csv --csv /tmp/sdpa.csv \
+    PYTHONUNBUFFERED=1 python3 bench/cuda/sdpa_bench.py --ours /tmp/ours.csv --csv /tmp/sdpa.csv \
       --md "$OUT/combined.md" > /tmp/sdpa.log 2>&1
     echo "sdpa_bench exit: $?"; tail -5 /tmp/sdpa.log; cat "$OUT/combined.md"
   } 2>&1 | tee "$OUT/bench.log"

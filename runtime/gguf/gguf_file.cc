@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -138,7 +139,13 @@ bool GgufValue::is_number() const {
 int64_t GgufValue::AsInt() const {
   if (auto* u = std::get_if<uint64_t>(&data)) return static_cast<int64_t>(*u);
   if (auto* i = std::get_if<int64_t>(&data)) return *i;
-  if (auto* d = std::get_if<double>(&data)) return static_cast<int64_t>(*d);
+  if (auto* d = std::get_if<double>(&data)) {
+    // saturate: a float outside int64's range (or nan) must not reach the conversion.
+    if (std::isnan(*d)) return 0;
+    if (*d >= 0x1p63) return std::numeric_limits<int64_t>::max();
+    if (*d < -0x1p63) return std::numeric_limits<int64_t>::min();
+    return static_cast<int64_t>(*d);
+  }
   if (auto* b = std::get_if<bool>(&data)) return *b ? 1 : 0;
   return 0;
 }

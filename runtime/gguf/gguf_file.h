@@ -26,7 +26,8 @@ struct GgufValue {
   GgufValueType array_type = GgufValueType::kUint8;  // element type when type == kArray
 
   bool is_number() const;
-  // numeric value as int64 / double (bools as 0/1); undefined for strings and arrays.
+  // numeric value as int64 / double (bools as 0/1, floats truncated and saturated, nan 0);
+  // undefined for strings and arrays.
   int64_t AsInt() const;
   double AsDouble() const;
   const std::string& AsString() const { return std::get<std::string>(data); }

@@ -1,6 +1,7 @@
 #include "tools/vqserve/eval_metrics.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 
@@ -16,20 +17,16 @@ double PerplexityResult::perplexity() const {
 
 namespace {
 
-// a one-sequence paged cache big enough for `tokens` tokens, with its block table.
+// a one-sequence cache big enough for `tokens` tokens, with its block table.
 struct OneSeqCache {
-  std::unique_ptr<PagedKvCache> cache;
+  std::unique_ptr<KvCache> cache;
   std::vector<int32_t> table;
 };
-OneSeqCache MakeCache(std::unique_ptr<KvCodec> codec, int tokens, int sink_tokens) {
-  KvCacheSpec probe;
-  probe.page_tokens = codec->page_tokens();
-  probe.residual_tokens = codec->residual_tokens();
-  const int pages = PagesForTokens(probe, tokens) + 1;
+OneSeqCache MakeCache(const CacheFactory& factory, int tokens) {
   OneSeqCache c;
-  c.cache = MakePagedKvCache(std::move(codec), pages, 1, sink_tokens);
-  c.table.resize(pages);
-  for (int i = 0; i < pages; ++i) c.table[i] = i;
+  c.cache = factory(tokens);
+  c.table.resize(c.cache->num_pages());
+  for (size_t i = 0; i < c.table.size(); ++i) c.table[i] = static_cast<int32_t>(i);
   return c;
 }
 
@@ -53,19 +50,51 @@ int ArgMax(const float* x, int n) { return static_cast<int>(std::max_element(x, 
 
 }  // namespace
 
-PerplexityResult WindowPerplexity(LlamaModel& model, const CodecFactory& codec,
-                                  const std::vector<int32_t>& ids, int ctx, int windows,
-                                  int chunk, int sink_tokens) {
-  PerplexityResult r;
+CacheFactory HostCacheFactory(CodecFactory codec, int sink_tokens) {
+  return [codec = std::move(codec), sink_tokens](int tokens) -> std::unique_ptr<KvCache> {
+    std::unique_ptr<KvCodec> c = codec();
+    KvCacheSpec probe;
+    probe.page_tokens = c->page_tokens();
+    probe.residual_tokens = c->residual_tokens();
+    const int pages = PagesForTokens(probe, tokens) + 1;
+    return MakePagedKvCache(std::move(c), pages, 1, sink_tokens);
+  };
+}
+
+std::vector<EvalWindow> SpreadWindows(const std::vector<size_t>& text_tokens, int ctx,
+                                      int per_text) {
+  std::vector<EvalWindow> out;
+  const size_t span = static_cast<size_t>(ctx - 1);
+  for (size_t t = 0; t < text_tokens.size(); ++t) {
+    if (text_tokens[t] < span || per_text <= 0) continue;
+    const size_t fit = text_tokens[t] / span;  // non-overlapping windows that fit
+    const size_t n = std::min<size_t>(per_text, fit);
+    // n windows evenly spread: the gaps between them share the tokens left over.
+    const size_t spare = text_tokens[t] - n * span;
+    for (size_t w = 0; w < n; ++w) {
+      const size_t gap = n > 1 ? spare * w / (n - 1) : 0;
+      out.push_back({static_cast<int>(t), w * span + gap});
+    }
+  }
+  return out;
+}
+
+std::vector<PerplexityResult> WindowNll(LlamaModel& model, const CacheFactory& cache,
+                                        const std::vector<std::vector<int32_t>>& texts,
+                                        const std::vector<EvalWindow>& windows, int ctx,
+                                        int chunk, const EvalProgress& progress) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<PerplexityResult> out;
   const int vocab = model.config().vocab_size;
   std::vector<float> logits;
-  for (int w = 0; w < windows; ++w) {
-    const size_t begin = static_cast<size_t>(w) * (ctx - 1);
-    if (begin + ctx - 1 > ids.size()) break;
+  int64_t fed = 0;
+  for (const EvalWindow& w : windows) {
+    const std::vector<int32_t>& ids = texts[w.text];
+    PerplexityResult r;
     std::vector<int32_t> win;
     win.push_back(model.tokenizer().bos_id());
-    win.insert(win.end(), ids.begin() + begin, ids.begin() + begin + ctx - 1);
-    OneSeqCache c = MakeCache(codec(), ctx, sink_tokens);
+    win.insert(win.end(), ids.begin() + w.begin, ids.begin() + w.begin + ctx - 1);
+    OneSeqCache c = MakeCache(cache, ctx);
     for (int start = 0; start < ctx; start += chunk) {
       const int n = std::min(chunk, ctx - start);
       Feed(model, c, win, start, n, true, &logits);
@@ -80,8 +109,142 @@ PerplexityResult WindowPerplexity(LlamaModel& model, const CodecFactory& codec,
         r.predictions++;
       }
     }
+    fed += ctx;
+    out.push_back(r);
+    if (progress) {
+      progress(static_cast<int>(out.size()), static_cast<int>(windows.size()), fed,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
   }
-  return r;
+  return out;
+}
+
+PerplexityResult WindowPerplexity(LlamaModel& model, const CodecFactory& codec,
+                                  const std::vector<int32_t>& ids, int ctx, int windows,
+                                  int chunk, int sink_tokens) {
+  std::vector<EvalWindow> ws;
+  for (int w = 0; w < windows; ++w) {
+    const size_t begin = static_cast<size_t>(w) * (ctx - 1);
+    if (begin + ctx - 1 > ids.size()) break;
+    ws.push_back({0, begin});
+  }
+  PerplexityResult total;
+  for (const PerplexityResult& r :
+       WindowNll(model, HostCacheFactory(codec, sink_tokens), {ids}, ws, ctx, chunk)) {
+    total.nll_sum += r.nll_sum;
+    total.predictions += r.predictions;
+  }
+  return total;
+}
+
+// ---- statistics ----
+
+namespace {
+// the continued fraction of the incomplete beta function (modified Lentz).
+double BetaContinuedFraction(double a, double b, double x) {
+  constexpr double kTiny = 1e-300, kEps = 1e-16;
+  double c = 1, d = 1 - (a + b) * x / (a + 1);
+  if (std::fabs(d) < kTiny) d = kTiny;
+  d = 1 / d;
+  double h = d;
+  for (int m = 1; m <= 10000; ++m) {
+    const double m2 = 2.0 * m;
+    double aa = m * (b - m) * x / ((a + m2 - 1) * (a + m2));
+    d = 1 + aa * d;
+    if (std::fabs(d) < kTiny) d = kTiny;
+    c = 1 + aa / c;
+    if (std::fabs(c) < kTiny) c = kTiny;
+    d = 1 / d;
+    h *= d * c;
+    aa = -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1));
+    d = 1 + aa * d;
+    if (std::fabs(d) < kTiny) d = kTiny;
+    c = 1 + aa / c;
+    if (std::fabs(c) < kTiny) c = kTiny;
+    d = 1 / d;
+    const double del = d * c;
+    h *= del;
+    if (std::fabs(del - 1) < kEps) break;
+  }
+  return h;
+}
+}  // namespace
+
+double RegularizedIncompleteBeta(double a, double b, double x) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const double lbt = std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) +
+                     b * std::log1p(-x);
+  const double bt = std::exp(lbt);
+  if (x < (a + 1) / (a + b + 2)) return bt * BetaContinuedFraction(a, b, x) / a;
+  return 1 - bt * BetaContinuedFraction(b, a, 1 - x) / b;
+}
+
+double StudentTQuantile(double p, double dof) {
+  if (p <= 0) return -std::numeric_limits<double>::infinity();
+  if (p >= 1) return std::numeric_limits<double>::infinity();
+  if (p < 0.5) return -StudentTQuantile(1 - p, dof);
+  if (p == 0.5) return 0;
+  // the upper tail P(T > t): 0.5 I_{dof/(dof+t^2)}(dof/2, 1/2), or 0.5 erfc(t/sqrt 2) for the
+  // normal; decreasing in t, so bisect (on the tail, which keeps precision for p near 1).
+  auto tail = [dof](double t) {
+    if (dof <= 0) return 0.5 * std::erfc(t / std::sqrt(2.0));
+    return 0.5 * RegularizedIncompleteBeta(dof / 2, 0.5, dof / (dof + t * t));
+  };
+  const double want = 1 - p;
+  double lo = 0, hi = 1;
+  while (tail(hi) > want && hi < 1e300) hi *= 2;
+  for (int i = 0; i < 200 && hi - lo > 1e-15 * std::max(1.0, hi); ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (tail(mid) > want ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+MeanInterval MeanWithTInterval(const std::vector<double>& x, double level) {
+  MeanInterval m;
+  m.n = static_cast<int>(x.size());
+  m.level = level;
+  if (x.empty()) return m;
+  double sum = 0;
+  for (double v : x) sum += v;
+  m.mean = sum / m.n;
+  m.lo = m.hi = m.mean;
+  if (m.n < 2) return m;
+  double ss = 0;
+  for (double v : x) ss += (v - m.mean) * (v - m.mean);
+  m.sd = std::sqrt(ss / (m.n - 1));
+  m.se = m.sd / std::sqrt(static_cast<double>(m.n));
+  const double t = StudentTQuantile(0.5 + level / 2, m.n - 1);
+  m.lo = m.mean - t * m.se;
+  m.hi = m.mean + t * m.se;
+  return m;
+}
+
+std::vector<double> RelativePerplexityDeltaPct(const std::vector<PerplexityResult>& codec,
+                                               const std::vector<PerplexityResult>& base) {
+  std::vector<double> d;
+  for (size_t i = 0; i < codec.size() && i < base.size(); ++i) {
+    if (codec[i].predictions == 0 || base[i].predictions == 0) continue;
+    const double diff = codec[i].nll_sum / codec[i].predictions - base[i].nll_sum / base[i].predictions;
+    d.push_back(100.0 * std::expm1(diff));
+  }
+  return d;
+}
+
+void WilsonInterval(int successes, int n, double z, double* lo, double* hi) {
+  if (n <= 0) {
+    *lo = 0;
+    *hi = 1;
+    return;
+  }
+  const double p = static_cast<double>(successes) / n, z2 = z * z;
+  const double denom = 1 + z2 / n;
+  const double centre = (p + z2 / (2.0 * n)) / denom;
+  const double half = z * std::sqrt(p * (1 - p) / n + z2 / (4.0 * n * n)) / denom;
+  // at 0 (or n) successes the bound is exactly 0 (or 1); rounding must not move it.
+  *lo = successes == 0 ? 0.0 : std::max(0.0, centre - half);
+  *hi = successes == n ? 1.0 : std::min(1.0, centre + half);
 }
 
 CodecErrors MeasureCodecErrors(const KvCodec& codec, const CalibrationRecorder& rec,
@@ -188,10 +351,27 @@ bool PasskeyAnswerCorrect(const std::string& answer, const std::string& key) {
   return answer.substr(begin, end == std::string::npos ? std::string::npos : end - begin) == key;
 }
 
-std::vector<PasskeyTrial> RunPasskey(LlamaModel& model, const CodecFactory& codec,
+std::vector<double> SpreadDepths(int trials) {
+  std::vector<double> d;
+  for (int i = 0; i < trials; ++i) d.push_back((i + 0.5) / trials);
+  return d;
+}
+
+std::string PasskeyKey(uint64_t seed, int length, int trial) {
+  // splitmix64 of the three: the same key for a (length, trial) whatever else is run.
+  uint64_t z = seed ^ (static_cast<uint64_t>(length) << 20) ^ static_cast<uint64_t>(trial);
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  return absl::StrFormat("%05d", static_cast<int>(10000 + z % 90000));
+}
+
+std::vector<PasskeyTrial> RunPasskey(LlamaModel& model, const CacheFactory& cache,
                                      const std::vector<int>& lengths,
                                      const std::vector<double>& depths, uint64_t seed,
-                                     int sink_tokens) {
+                                     const EvalProgress& progress) {
+  const auto t0 = std::chrono::steady_clock::now();
   const Tokenizer& tok = model.tokenizer();
   const std::string intro =
       "There is a pass key hidden inside a lot of irrelevant text. Find it and remember it. "
@@ -200,16 +380,17 @@ std::vector<PasskeyTrial> RunPasskey(LlamaModel& model, const CodecFactory& code
       " The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again.";
   const int filler_tokens = static_cast<int>(tok.Encode(filler, false, false).size());
   std::vector<PasskeyTrial> trials;
-  uint64_t state = seed;
   std::vector<float> logits;
   const int vocab = model.config().vocab_size;
+  const int total = static_cast<int>(lengths.size() * depths.size());
+  int64_t fed = 0;
   for (int length : lengths) {
-    for (double depth : depths) {
-      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    for (size_t di = 0; di < depths.size(); ++di) {
+      const double depth = depths[di];
       PasskeyTrial t;
-      t.length = length;
+      t.target = length;
       t.depth = depth;
-      t.key = absl::StrFormat("%05d", static_cast<int>(10000 + (state >> 33) % 90000));
+      t.key = PasskeyKey(seed, length, static_cast<int>(di));
       const std::string needle =
           absl::StrFormat(" The pass key is %s. Remember it. %s is the pass key.", t.key, t.key);
       const std::string question = "\nWhat is the pass key? The pass key is";
@@ -223,7 +404,7 @@ std::vector<PasskeyTrial> RunPasskey(LlamaModel& model, const CodecFactory& code
       text += question;
       std::vector<int32_t> ids = tok.Encode(text, true, false);
       const int n = static_cast<int>(ids.size());
-      OneSeqCache c = MakeCache(codec(), n + 16, sink_tokens);
+      OneSeqCache c = MakeCache(cache, n + 16);
       for (int start = 0; start < n; start += 512) {
         Feed(model, c, ids, start, std::min(512, n - start), false, &logits);
       }
@@ -239,9 +420,21 @@ std::vector<PasskeyTrial> RunPasskey(LlamaModel& model, const CodecFactory& code
       t.length = n;
       t.correct = PasskeyAnswerCorrect(t.answer, t.key);
       trials.push_back(t);
+      fed += static_cast<int64_t>(ids.size());
+      if (progress) {
+        progress(static_cast<int>(trials.size()), total, fed,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
     }
   }
   return trials;
+}
+
+std::vector<PasskeyTrial> RunPasskey(LlamaModel& model, const CodecFactory& codec,
+                                     const std::vector<int>& lengths,
+                                     const std::vector<double>& depths, uint64_t seed,
+                                     int sink_tokens) {
+  return RunPasskey(model, HostCacheFactory(codec, sink_tokens), lengths, depths, seed);
 }
 
 }  // namespace vqserve::cli
