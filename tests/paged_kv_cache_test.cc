@@ -85,7 +85,7 @@ TestSeq MakeSeq(int len, uint64_t seed, std::vector<int32_t> blocks, int slot) {
 
 // appends tokens [from, from + n) on every layer, attends their queries and checks them against
 // float64 attention over `k_ref`, `v_ref` (what the codec is expected to keep).
-double StepAndCompare(KvCache& cache, TestSeq& s, int from, int n, std::mt19937_64& rng,
+double StepAndCompare(HostKvCache& cache, TestSeq& s, int from, int n, std::mt19937_64& rng,
                       const std::vector<float>& k_ref, const std::vector<float>& v_ref) {
   const int row = kShape.num_kv_heads * kShape.head_dim;
   const int qrow = kShape.num_heads * kShape.head_dim;
