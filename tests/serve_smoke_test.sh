@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ctest `serve_smoke`: the real `vqserve serve` binary starts with its /metrics endpoint (any
-# free ports), answers a request through vqctl, serves /metrics, and exits 0 on SIGTERM.
+# free ports), answers a greedy request through vqctl with the expected text, counts its tokens
+# in /metrics, and exits 0 on SIGTERM.
 # exits 77 (skipped) when the default model is missing.
 #   serve_smoke_test.sh BIN_DIR SOURCE_DIR
 set -uo pipefail
@@ -20,12 +21,17 @@ echo "$line"
 grpc=$(echo "$line" | sed -E 's/.* on 127\.0\.0\.1:([0-9]+) .*/\1/')
 metrics=$(echo "$line" | sed -E 's/.*metrics on 127\.0\.0\.1:([0-9]+)\/metrics.*/\1/')
 fail=0
-"$bin/vqctl" --target "127.0.0.1:$grpc" generate --prompt "The capital of France is" \
-  --max-tokens 4 || fail=1
+# the default model's greedy continuation names the capital; the counter then holds its 4 tokens.
+text=$("$bin/vqctl" --target "127.0.0.1:$grpc" generate --prompt "The capital of France is" \
+  --max-tokens 4 --temperature 0) || fail=1
+echo "serve_smoke: generated '$text'"
+case "$text" in *Paris*) ;; *) echo "serve_smoke: the greedy answer does not name Paris"; fail=1 ;; esac
 python3 - "$metrics" <<'PY' || fail=1
 import sys, urllib.request
 body = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=10).read().decode()
-assert "vqserve:generation_tokens_total" in body, "metric missing"
+values = [float(l.split()[-1]) for l in body.splitlines()
+          if l.startswith("vqserve:generation_tokens_total")]
+assert values and sum(values) >= 4, f"generation_tokens_total {values}: the 4 tokens not counted"
 print("serve_smoke: /metrics ok,", sum(1 for l in body.splitlines() if l.startswith("vqserve:")), "samples")
 PY
 kill -TERM $pid
