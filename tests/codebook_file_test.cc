@@ -11,6 +11,7 @@
 #include "runtime/calibration/vecinfer_trainer.h"
 #include "tests/test_paths.h"
 #include "tests/util/codec_check.h"
+#include "tests/util/prerequisite.h"
 
 namespace vqserve {
 namespace {
@@ -75,7 +76,7 @@ TEST(CodebookFileTest, RefusesCorruptionAndTruncation) {
 
 TEST(CodebookFileTest, RefusesAnotherModel) {
   const std::string model = testing::DefaultModelPath();
-  if (model.empty()) GTEST_SKIP() << "default model missing";
+  if (model.empty()) VQ_SKIP_UNLESS_CI << "default model missing";
   auto gguf = GgufFile::Open(model);
   ASSERT_TRUE(gguf.ok());
   auto id = ModelIdentity::FromGguf(**gguf);

@@ -19,6 +19,7 @@
 #include "runtime/kv/paged_kv_cache.h"
 #include "tests/util/codec_check.h"
 #include "tests/util/model_kv_samples.h"
+#include "tests/util/prerequisite.h"
 
 namespace vqserve {
 namespace {
@@ -81,7 +82,7 @@ std::shared_ptr<const CommVqCodebooks> QuickBooks(const KvShape& shape, int key_
 class CommVqCodecTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (RealSamples() == nullptr) GTEST_SKIP() << "default model or fortunes text missing";
+    if (RealSamples() == nullptr) VQ_SKIP_UNLESS_CI << "default model or fortunes text missing";
   }
 };
 

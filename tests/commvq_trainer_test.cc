@@ -15,6 +15,7 @@
 #include "runtime/kv/commvq_math.h"
 #include "runtime/gguf/ggml_type.h"
 #include "tests/util/model_kv_samples.h"
+#include "tests/util/prerequisite.h"
 
 namespace vqserve {
 namespace {
@@ -42,7 +43,7 @@ class CommVqTrainerTest : public ::testing::Test {
     if (d.ok()) data_ = new CalibrationData(std::move(*d));
   }
   void SetUp() override {
-    if (data_ == nullptr) GTEST_SKIP() << "default model or fortunes text missing";
+    if (data_ == nullptr) VQ_SKIP_UNLESS_CI << "default model or fortunes text missing";
   }
   static CalibrationData* data_;
 };

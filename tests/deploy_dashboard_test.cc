@@ -14,6 +14,7 @@
 #include "server/metrics_http.h"
 #include "server/server_metrics.h"
 #include "tests/util/metrics_fixture.h"
+#include "tests/util/prerequisite.h"
 
 namespace vqserve {
 namespace {
@@ -154,7 +155,7 @@ TEST_F(DeployQueriesTest, AlertAndAutoscalingQueriesNameServedMetrics) {
 
 TEST_F(DeployQueriesTest, DashboardQueriesParseAsPromql) {
   if (testing::RunCommand("command -v promtool").exit_code != 0) {
-    GTEST_SKIP() << "promtool not installed (debian package prometheus)";
+    VQ_SKIP_UNLESS_CI << "promtool not installed (debian package prometheus)";
   }
   nlohmann::json dash =
       nlohmann::json::parse(ReadFile(DeployDir() / "grafana" / "vqserve-dashboard.json"));

@@ -13,6 +13,7 @@
 #include "runtime/model/model_config.h"
 #include "tests/test_paths.h"
 #include "tests/util/gguf_writer.h"
+#include "tests/util/prerequisite.h"
 
 namespace vqserve {
 namespace {
@@ -147,7 +148,7 @@ TEST(GgufFileTest, NamesTheProblem) {
 // the default model's tensors dequantize to the values the independent gguf-py reader gives.
 TEST(GgufFileTest, DefaultModelMatchesGgufPy) {
   std::string model = testing::DefaultModelPath();
-  if (model.empty()) GTEST_SKIP() << "default model not present (run scripts/setup)";
+  if (model.empty()) VQ_SKIP_UNLESS_CI << "default model not present (run scripts/setup)";
   auto file = GgufFile::Open(model);
   ASSERT_TRUE(file.ok()) << file.status();
   std::ifstream in(testing::TestDataPath("dequant_fixture.json"));
@@ -170,7 +171,7 @@ TEST(GgufFileTest, DefaultModelMatchesGgufPy) {
 
 TEST(ModelConfigTest, DefaultModelHyperParameters) {
   std::string model = testing::DefaultModelPath();
-  if (model.empty()) GTEST_SKIP() << "default model not present (run scripts/setup)";
+  if (model.empty()) VQ_SKIP_UNLESS_CI << "default model not present (run scripts/setup)";
   auto file = GgufFile::Open(model);
   ASSERT_TRUE(file.ok());
   auto c = ModelConfig::FromGguf(**file);

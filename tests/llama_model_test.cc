@@ -19,6 +19,7 @@
 #include "runtime/kv/kivi_codec.h"
 #include "runtime/kv/paged_kv_cache.h"
 #include "tests/test_paths.h"
+#include "tests/util/prerequisite.h"
 
 namespace vqserve {
 namespace {
@@ -127,9 +128,9 @@ TEST(LlamaModelTest, GreedyDecodeMatchesTransformersFp32) {
   // float32 kv cache; our fp32 path differs by summation order and by the fp16 kv cache.
   // measured: max |dlogit|/range 3.7e-4 (mean 1.1e-4); the greedy token equal at all 256 steps.
   const std::string path = testing::TestDataPath("hf_logits_fixture.json");
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "no " << path;
+  if (!std::filesystem::exists(path)) VQ_SKIP_UNLESS_CI << "no " << path;
   std::unique_ptr<LlamaModel> model = LoadOrSkip(/*quantized_decode=*/false);
-  if (!model) GTEST_SKIP() << "default model missing";
+  if (!model) VQ_SKIP_UNLESS_CI << "default model missing";
   FixtureStats st = CompareWithFixture(*model, path, "transformers");
   EXPECT_EQ(st.compared, 256);
   EXPECT_EQ(st.same, st.compared);
@@ -144,9 +145,9 @@ TEST(LlamaModelTest, GreedyDecodeMatchesLlamaCpp) {
   // the 5 others only where llama.cpp's own top two were within 0.06-0.28 logits (<= 1% of the
   // range); 2 of 4 prompts identical throughout.
   const std::string path = testing::TestDataPath("logits_fixture.json");
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "no " << path;
+  if (!std::filesystem::exists(path)) VQ_SKIP_UNLESS_CI << "no " << path;
   std::unique_ptr<LlamaModel> model = LoadOrSkip(/*quantized_decode=*/true);
-  if (!model) GTEST_SKIP() << "default model missing";
+  if (!model) VQ_SKIP_UNLESS_CI << "default model missing";
   FixtureStats st = CompareWithFixture(*model, path, "llama.cpp");
   EXPECT_EQ(st.compared, 256);
   EXPECT_LT(st.worst_rel, 0.05);
@@ -183,7 +184,7 @@ std::vector<float> RunSteps(LlamaModel& model, KvCache& cache, std::vector<TestS
 
 void CheckBatchedEqualsAlone(bool quantized_decode, double tolerance) {
   std::unique_ptr<LlamaModel> model = LoadOrSkip(quantized_decode);
-  if (!model) GTEST_SKIP() << "default model missing";
+  if (!model) VQ_SKIP_UNLESS_CI << "default model missing";
   const Tokenizer& tok = model->tokenizer();
   std::vector<std::vector<int32_t>> tokens = {
       tok.Encode("The quick brown fox jumps over the lazy dog. It was a sunny day and the children "
@@ -246,7 +247,7 @@ TEST(LlamaModelTest, ChunkedPrefillEqualsOneShot) {
   // every chunk appends its k/v to the cache and then attends over the cache, so the split of
   // a prompt into chunks changes nothing but the matmul row count (row-independent q8 path).
   std::unique_ptr<LlamaModel> model = LoadOrSkip(/*quantized_decode=*/true);
-  if (!model) GTEST_SKIP() << "default model missing";
+  if (!model) VQ_SKIP_UNLESS_CI << "default model missing";
   std::vector<int32_t> tokens = model->tokenizer().Encode(
       "It was the best of times, it was the worst of times, it was the age of wisdom, it was the "
       "age of foolishness, it was the epoch of belief, it was the epoch of incredulity, it was "
@@ -271,7 +272,7 @@ TEST(LlamaModelTest, ChunkedPrefillOfCodedCacheEqualsTokenByToken) {
   // chunks must give the logits of feeding it one token at a time: every query sees codes only
   // where token-by-token decoding would (older than the 128-token fp16 window).
   std::unique_ptr<LlamaModel> model = LoadOrSkip(/*quantized_decode=*/true);
-  if (!model) GTEST_SKIP() << "default model missing";
+  if (!model) VQ_SKIP_UNLESS_CI << "default model missing";
   std::string text;
   for (int i = 0; i < 6; ++i) {
     text += "It was the best of times, it was the worst of times, it was the age of wisdom, it "

@@ -11,6 +11,7 @@
 #include "tests/test_paths.h"
 #include "tests/util/test_server.h"
 #include "tools/vqctl/health_client.h"
+#include "tests/util/prerequisite.h"
 
 namespace vqserve::testing {
 namespace {
@@ -18,7 +19,7 @@ namespace {
 class ServerApiTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (SharedDefaultModel() == nullptr) GTEST_SKIP() << "default model missing";
+    if (SharedDefaultModel() == nullptr) VQ_SKIP_UNLESS_CI << "default model missing";
   }
 };
 
