@@ -28,7 +28,8 @@ class Fp16Step : public CudaCodecStep {
     return cuda::LaunchPrefillAttention(*io.step, io.qkv, io.qkv_stride, io.att, io.att_stride,
                                         io.num_heads, io.scale, s);
   }
-  int DecodeSplits(const CudaKvCache&, const cuda::DecodeAttentionParams& dp) const override {
+  int DecodeSplits(const CudaKvCache&,
+                   const cuda::DecodeAttentionParams& dp) const override {
     return cuda::ChooseDecodeSplits(KvPageFormat::kFp16, dp);
   }
   void AppendGraphKey(std::vector<int64_t>*) const override {}  // the model keys max_flush
@@ -56,7 +57,8 @@ class KiviStep : public CodedStep {
     return CudaKiviLayer(cache, layer, coded_, *io.step, io.qkv, io.qkv_stride, io.num_heads,
                          io.att, io.att_stride, io.decode, io.dp, s);
   }
-  int DecodeSplits(const CudaKvCache& cache, const cuda::DecodeAttentionParams& dp) const override {
+  int DecodeSplits(const CudaKvCache& cache,
+                   const cuda::DecodeAttentionParams& dp) const override {
     return cuda::ChooseDecodeSplits(KvPageFormat::kKivi, KiviDecodeParams(cache, 0, coded_, dp));
   }
 };
@@ -68,7 +70,8 @@ class VecInferStep : public CodedStep {
     return vecinfer_.Layer(cache, layer, coded_, *io.step, io.qkv, io.qkv_stride, io.num_heads,
                            io.att, io.att_stride, io.decode, io.dp, s);
   }
-  int DecodeSplits(const CudaKvCache& cache, const cuda::DecodeAttentionParams& dp) const override {
+  int DecodeSplits(const CudaKvCache& cache,
+                   const cuda::DecodeAttentionParams& dp) const override {
     return cuda::ChooseDecodeSplits(KvPageFormat::kVecInfer,
                                     vecinfer_.DecodeParams(cache, 0, coded_, dp));
   }
@@ -88,7 +91,8 @@ class CommVqStep : public CodedStep {
     return commvq_.Layer(cache, layer, coded_, *io.step, io.qkv, io.qkv_stride, io.kv_pre,
                          io.num_heads, io.att, io.att_stride, io.decode, io.dp, s);
   }
-  int DecodeSplits(const CudaKvCache& cache, const cuda::DecodeAttentionParams& dp) const override {
+  int DecodeSplits(const CudaKvCache& cache,
+                   const cuda::DecodeAttentionParams& dp) const override {
     return cuda::ChooseDecodeSplits(KvPageFormat::kCommVq,
                                     CudaCommVqStep::DecodeParams(cache, 0, coded_, dp));
   }

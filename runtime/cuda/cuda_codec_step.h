@@ -59,7 +59,8 @@ class CudaCodecStep {
   virtual std::string Layer(const CudaKvCache& cache, int layer, const CudaLayerIo& io,
                             cudaStream_t stream) = 0;
   // the split count of the decode launch for dp (the model's fields; part of a graph key).
-  virtual int DecodeSplits(const CudaKvCache& cache, const cuda::DecodeAttentionParams& dp) const = 0;
+  virtual int DecodeSplits(const CudaKvCache& cache,
+                           const cuda::DecodeAttentionParams& dp) const = 0;
   // appends what the step's launches bake in beyond the model's own buffers (plan sizes,
   // device pointers) to a cuda graph key.
   virtual void AppendGraphKey(std::vector<int64_t>* key) const = 0;

@@ -1,11 +1,11 @@
 #ifndef VQSERVE_RUNTIME_CUDA_CUDA_CODED_STEP_H_
 #define VQSERVE_RUNTIME_CUDA_CUDA_CODED_STEP_H_
 
-// the codec-independent part of one CudaLlamaModel step over a coded CudaKvCache (vecinfer,
-// kivi, commvq): the page flushes of the step, planned on
-// the host as PagedKvCache does them (pages inside the attention sink are never encoded); per
-// layer the sink append and the gather of the pages due into fp32 staging for the codec's
-// encode kernel; and the sink's fields of the fused decode kernel's params.
+// the codec-independent part of one CudaLlamaModel step over a coded CudaKvCache (vecinfer, kivi,
+// commvq): the page flushes of the step, planned on the host as PagedKvCache does them (pages
+// inside the attention sink are never encoded); per layer the sink append and the gather of the
+// pages due into fp32 staging for the codec's encode kernel; and the sink's fields of the fused
+// decode kernel's params.
 
 #include <cuda_runtime_api.h>
 

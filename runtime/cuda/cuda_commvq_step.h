@@ -1,12 +1,12 @@
 #ifndef VQSERVE_RUNTIME_CUDA_CUDA_COMMVQ_STEP_H_
 #define VQSERVE_RUNTIME_CUDA_CUDA_COMMVQ_STEP_H_
 
-// the commvq side of one CudaLlamaModel step over a commvq CudaKvCache. commvq codes keys before rope, so, as PagedKvCache does, the cache
-// keeps a third ring of pre-rope keys; the flushes, sink and gathers come from a CudaCodedStep
-// (the gather reading that ring and the step's pre-rope rows); per layer the gathered pages are
-// encoded, and attention reads codes + fp16 with the cpu cache's semantics
-// (runtime/kv/paged_kv_cache.h): the fused commvq decode kernel when every sequence has one new
-// token (the sink shifting the coded positions), else the multi-token kernel.
+// the commvq side of one CudaLlamaModel step over a commvq CudaKvCache. commvq codes keys before
+// rope, so, as PagedKvCache does, the cache keeps a third ring of pre-rope keys; the flushes, sink
+// and gathers come from a CudaCodedStep (the gather reading that ring and the step's pre-rope
+// rows); per layer the gathered pages are encoded, and attention reads codes + fp16 with the cpu
+// cache's semantics (runtime/kv/paged_kv_cache.h): the fused commvq decode kernel when every
+// sequence has one new token (the sink shifting the coded positions), else the multi-token kernel.
 
 #include <cuda_runtime_api.h>
 

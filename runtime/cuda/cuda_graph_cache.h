@@ -1,14 +1,14 @@
 #ifndef VQSERVE_RUNTIME_CUDA_CUDA_GRAPH_CACHE_H_
 #define VQSERVE_RUNTIME_CUDA_CUDA_GRAPH_CACHE_H_
 
-// replays captured cuda graphs of a model step's launches. a step is described by a key: every host value and device pointer
-// its launches bake in (sizes, split counts, buffer addresses, cache identity). a key that ran
-// eagerly on one of the last few steps is captured and instantiated (or the least recently used
-// executable graph updated in place); a key already captured replays its graph; any other key
-// runs eagerly. so a step that grows a buffer runs eagerly and changes the key of the next one,
-// and a capture never allocates. up to kMaxGraphs keys are held (one per kv cache a step mixes,
-// say). the launches must only enqueue work on the stream: no host syncs, no copies from
-// pageable host memory (upload metadata before Run).
+// replays captured cuda graphs of a model step's launches. a step is described by a key: every host
+// value and device pointer its launches bake in (sizes, split counts, buffer addresses, cache
+// identity). a key that ran eagerly on one of the last few steps is captured and instantiated (or
+// the least recently used executable graph updated in place); a key already captured replays its
+// graph; any other key runs eagerly. so a step that grows a buffer runs eagerly and changes the key
+// of the next one, and a capture never allocates. up to kMaxGraphs keys are held (one per kv cache
+// a step mixes, say). the launches must only enqueue work on the stream: no host syncs, no copies
+// from pageable host memory (upload metadata before Run).
 
 #include <cuda_runtime_api.h>
 

@@ -1,10 +1,11 @@
 #ifndef VQSERVE_RUNTIME_CUDA_CUDA_KIVI_STEP_H_
 #define VQSERVE_RUNTIME_CUDA_CUDA_KIVI_STEP_H_
 
-// the kivi side of one CudaLlamaModel step over a kivi CudaKvCache. the flushes, sink and gathers come from a CudaCodedStep; per layer
-// the gathered pages are encoded by the gpu kivi encoder (bit-exact with KiviCodec), and
-// attention reads codes + fp16 with the cpu cache's semantics (runtime/kv/paged_kv_cache.h): the
-// fused kivi decode kernel when every sequence has one new token, else the multi-token kernel.
+// the kivi side of one CudaLlamaModel step over a kivi CudaKvCache. the flushes, sink and gathers
+// come from a CudaCodedStep; per layer the gathered pages are encoded by the gpu kivi encoder
+// (bit-exact with KiviCodec), and attention reads codes + fp16 with the cpu cache's semantics
+// (runtime/kv/paged_kv_cache.h): the fused kivi decode kernel when every sequence has one new
+// token, else the multi-token kernel.
 
 #include <cuda_runtime_api.h>
 

@@ -1,10 +1,10 @@
 #ifndef VQSERVE_RUNTIME_CUDA_CUDA_VECINFER_STEP_H_
 #define VQSERVE_RUNTIME_CUDA_CUDA_VECINFER_STEP_H_
 
-// the vecinfer side of one CudaLlamaModel step over a vecinfer CudaKvCache. the flushes, sink and gathers come from a CudaCodedStep; per layer
-// the gathered pages are encoded, and attention reads codes + fp16 with the cpu cache's
-// semantics (runtime/kv/paged_kv_cache.h): the fused decode kernel when every sequence has one new
-// token, else the multi-token kernel.
+// the vecinfer side of one CudaLlamaModel step over a vecinfer CudaKvCache. the flushes, sink and
+// gathers come from a CudaCodedStep; per layer the gathered pages are encoded, and attention reads
+// codes + fp16 with the cpu cache's semantics (runtime/kv/paged_kv_cache.h): the fused decode
+// kernel when every sequence has one new token, else the multi-token kernel.
 
 #include <cuda_runtime_api.h>
 
