@@ -161,6 +161,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         sum += pv;
       }
       sum = WarpSum(sum);
+      __syncwarp();  // every lane has read m_s[h] and l_s[h] before lane 0 rewrites them.
       if (lane == 0) {
         alpha_s[h] = alpha;
         m_s[h] = m_new;
