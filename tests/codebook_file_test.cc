@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 
 #include "runtime/kv/codec_factory.h"
@@ -72,6 +73,23 @@ TEST(CodebookFileTest, RefusesCorruptionAndTruncation) {
     EXPECT_FALSE(CodebookFile::Parse(bytes.substr(0, len), "x.vqcb").ok()) << len;
   }
   EXPECT_FALSE(CodebookFile::Load(TempPath("does_not_exist.vqcb")).ok());
+}
+
+// an artifact of another format version (checksum intact) is refused in one line naming it;
+// today's version (1) is what every artifact so far was written with, query-aware or not.
+TEST(CodebookFileTest, RefusesAnotherVersionInOneLine) {
+  KvShape s{1, 1, 1, 64};
+  std::string bytes = SmallVecInferFile(s).Serialize();
+  ASSERT_TRUE(CodebookFile::Parse(bytes, "x.vqcb").ok());
+  const uint32_t v2 = 2;
+  std::memcpy(bytes.data() + 4, &v2, 4);
+  const uint64_t sum = Hash64(std::string_view(bytes).substr(0, bytes.size() - 8));
+  std::memcpy(bytes.data() + bytes.size() - 8, &sum, 8);
+  auto r = CodebookFile::Parse(bytes, "x.vqcb");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("x.vqcb: "), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("version 2"), std::string::npos) << r.status();
+  EXPECT_EQ(r.status().message().find('\n'), std::string::npos);
 }
 
 TEST(CodebookFileTest, RefusesAnotherModel) {
