@@ -58,8 +58,6 @@ RUNS = [
      "calibration"),
     ("vecinfer-k2v2-perhead+calib16k",
      ["vecinfer", "2", "2", "--per-head", "--tokens", "16384", "--iterations", "30"], "calibration"),
-    # query-aware smoothing (lambda from key and query energies; same page format and kernels).
-    ("vecinfer-k2v2+calib-qaware", ["vecinfer", "2", "2", "--query-aware"], "calibration"),
 ]
 GROUP = {name: group for name, _, group in RUNS}
 CALIB = {name: calib for name, calib, _ in RUNS}
@@ -401,7 +399,7 @@ def mean_ci(x):
 
 def paired_section(results):
     """codec against codec on the same windows: 100 (PPL_a,w / PPL_b,w - 1)."""
-    pairs = [("vecinfer-k2v2+calib16k", "vecinfer-k2v2"), ("vecinfer-k2v2+calib-qaware", "vecinfer-k2v2"),
+    pairs = [("vecinfer-k2v2+calib16k", "vecinfer-k2v2"), ("vecinfer-k2v2+attnw", "vecinfer-k2v2"),
              ("vecinfer-k2v2+calib16k-mixed", "vecinfer-k2v2+calib16k"),
              ("commvq-2", "vecinfer-k2v2"), ("vecinfer-k4v4", "kivi-k4v4"), ("vecinfer-k2v2", "kivi-k2v2")]
     out = []

@@ -15,9 +15,6 @@ struct LayerSamples {
   std::vector<float> k_rope;
   std::vector<float> v;
   std::vector<int32_t> positions;  // (num_tokens) rope position of each sample
-  // (num_tokens, num_heads, head_dim) post-rope queries of the same tokens; empty unless the
-  // recorder was asked to keep them.
-  std::vector<float> q;
   int num_tokens = 0;
 };
 

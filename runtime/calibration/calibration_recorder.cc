@@ -28,11 +28,6 @@ void CalibrationRecorder::ClearRecords() {
   std::fill(queries_pending_.begin(), queries_pending_.end(), 0);
 }
 
-CalibrationData CalibrationRecorder::TakeData() {
-  for (int l = 0; l < shape_.num_layers; ++l) data_.layers[l].q = std::move(queries_[l]);
-  return std::move(data_);
-}
-
 void CalibrationRecorder::Append(int layer, const KvSeqRef& seq, int n, const float* k_pre_rope,
                                  const float* k_rope, const float* v) {
   const size_t row = static_cast<size_t>(shape_.num_kv_heads) * shape_.head_dim;

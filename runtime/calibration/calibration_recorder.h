@@ -28,8 +28,7 @@ class CalibrationRecorder : public HostKvCache {
   void Attend(int layer, const KvSeqRef& seq, int n, const float* q, float* out) override;
 
   const CalibrationData& data() const { return data_; }
-  // the records, recorded queries moved into each layer's q.
-  CalibrationData TakeData();
+  CalibrationData TakeData() { return std::move(data_); }
   // recorded queries of `layer`: (tokens, num_heads, head_dim), aligned with data().layers.
   const std::vector<float>& queries(int layer) const { return queries_[layer]; }
   // starts recording anew (keeps the shape).

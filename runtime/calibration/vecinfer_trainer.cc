@@ -69,32 +69,7 @@ absl::StatusOr<VecInferCodebooks> TrainVecInfer(
           absl::StrFormat("vecinfer: calibration layer %d lacks post-rope keys or values", l));
     }
     float* lam = cb.lambda.data() + static_cast<size_t>(l) * H * D;
-    if (options.smoothing && options.query_aware) {
-      const int QH = s.num_heads, group = QH / H;
-      if (ls.q.size() != static_cast<size_t>(T) * QH * D) {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("vecinfer: query-aware calibration layer %d lacks recorded queries",
-                            l));
-      }
-      for (int h = 0; h < H; ++h) {
-        for (int i = 0; i < D; ++i) {
-          // sums of k_i^2 over tokens and of q_i^2 over tokens and the group's query heads.
-          double kk = 0, qq = 0;
-          for (int64_t t = 0; t < T; ++t) {
-            const double k = ls.k_rope[(t * H + h) * D + i];
-            kk += k * k;
-            for (int r = 0; r < group; ++r) {
-              const double q = ls.q[(t * QH + h * group + r) * D + i];
-              qq += q * q;
-            }
-          }
-          // (E k_i^2 / E q_i^2)^(1/4): minimises E[k~^2] E[q~^2] summed over dims, the score
-          // error of a coding error spread evenly over the rotated dims (cauchy-schwarz).
-          const double ratio = std::max(kk, 1e-12) / std::max(qq / group, 1e-12);
-          lam[h * D + i] = static_cast<float>(std::pow(ratio, 0.25));
-        }
-      }
-    } else if (options.smoothing) {
+    if (options.smoothing) {
       for (int h = 0; h < H; ++h) {
         for (int i = 0; i < D; ++i) {
           float mx = 0;

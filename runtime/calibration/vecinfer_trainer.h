@@ -10,11 +10,9 @@
 
 namespace vqserve {
 
-// fits the smoothing factors per layer and kv head on post-rope keys, lambda_i =
-// sqrt(max_t |K[t,i]|), or with options.query_aware (E K_i^2 / E Q_i^2)^(1/4) over the kv head's
-// query group (data must hold the recorded queries), then trains one k-means codebook per layer
-// (or kv head) and sub-space for transformed keys and for values. deterministic for
-// options.seed. progress gets one line per layer.
+// fits the smoothing factors lambda_i = sqrt(max_t |K[t,i]|) per layer and kv head on post-rope
+// keys, then trains one k-means codebook per layer (or kv head) and sub-space for transformed
+// keys and for values. deterministic for options.seed. progress gets one line per layer.
 absl::StatusOr<VecInferCodebooks> TrainVecInfer(
     const CalibrationData& data, const VecInferOptions& options,
     const std::function<void(const std::string&)>& progress = nullptr);

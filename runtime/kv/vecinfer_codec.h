@@ -28,10 +28,6 @@ struct VecInferOptions {
   bool hadamard = true;    // walsh-hadamard rotation on keys
   bool per_head = false;   // one codebook set per kv head instead of per layer
   // calibration only:
-  // lambda from keys alone, sqrt(max_t |k_i|), or query-aware, sqrt(rms k_i / rms q_i) over the
-  // kv head's query group: minimises the score error q~ . (k~ - k^~) when the coding error is
-  // spread evenly over the rotated dims (needs recorded queries).
-  bool query_aware = false;
   int iterations = 30;       // lloyd iterations per codebook
   int64_t max_samples = 0;   // training rows per codebook (0: 64 per centroid, at most 65536)
   uint64_t seed = 1;

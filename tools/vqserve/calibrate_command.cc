@@ -25,8 +25,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: vqserve calibrate --model M --text FILE --codec vecinfer|commvq|kivi\n"
     "         --k-bits B --v-bits B -o FILE.vqcb [--tokens N] [--seq-len N] [--seed S]\n"
-    "         [--iterations N] [--no-smooth] [--no-hadamard] [--per-head] [--query-aware]\n"
-    "         [--threads N]\n";
+    "         [--iterations N] [--no-smooth] [--no-hadamard] [--per-head] [--threads N]\n";
 
 struct CalibrateFlags {
   std::string model = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
@@ -36,7 +35,7 @@ struct CalibrateFlags {
   int seq_len = 512;   // tokens per calibration sequence
   uint64_t seed = 1;
   int iterations = 30;
-  bool smoothing = true, hadamard = true, per_head = false, query_aware = false;
+  bool smoothing = true, hadamard = true, per_head = false;
   int threads = 0;
 };
 
@@ -56,8 +55,6 @@ bool ParseFlags(int argc, char** argv, CalibrateFlags* f) {
       f->hadamard = false;
     } else if (a == "--per-head") {
       f->per_head = true;
-    } else if (a == "--query-aware") {
-      f->query_aware = true;
     } else if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stderr);
       std::exit(0);
@@ -123,7 +120,6 @@ int RunCalibrate(int argc, char** argv) {
     vopts.smoothing = flags.smoothing;
     vopts.hadamard = flags.hadamard;
     vopts.per_head = flags.per_head;
-    vopts.query_aware = flags.query_aware;
     vopts.iterations = flags.iterations;
     vopts.seed = flags.seed;
     vopts.num_threads = flags.threads > 0 ? flags.threads : 0;
@@ -162,9 +158,6 @@ int RunCalibrate(int argc, char** argv) {
                  {"seq_len", absl::StrCat(flags.seq_len)},
                  {"seed", absl::StrCat(flags.seed)},
                  {"iterations", absl::StrCat(flags.iterations)}};
-  if (flags.codec == "vecinfer") {
-    file.params["lambda"] = flags.query_aware ? "query-aware" : "key-max";
-  }
 
   if (flags.codec != "kivi") {
     std::ifstream in(flags.text, std::ios::binary);
@@ -179,8 +172,7 @@ int RunCalibrate(int argc, char** argv) {
     }
     Progress(absl::StrFormat("%s: %d tokens in the text, recording %d in sequences of %d", flags.text,
                              ids.size(), usable, flags.seq_len));
-    CalibrationRecorder recorder(shape, m.config().rope_theta, usable, /*num_slots=*/1,
-                                 /*record_queries=*/flags.query_aware);
+    CalibrationRecorder recorder(shape, m.config().rope_theta, usable);
     std::vector<float> logits;
     for (int start = 0; start + flags.seq_len <= usable; start += flags.seq_len) {
       std::vector<int32_t> seq_ids;
