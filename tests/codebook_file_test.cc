@@ -76,7 +76,7 @@ TEST(CodebookFileTest, RefusesCorruptionAndTruncation) {
 }
 
 // an artifact of another format version (checksum intact) is refused in one line naming it;
-// today's version (1) is what every artifact so far was written with, query-aware or not.
+// today's version (1) is what every artifact so far was written with.
 TEST(CodebookFileTest, RefusesAnotherVersionInOneLine) {
   KvShape s{1, 1, 1, 64};
   std::string bytes = SmallVecInferFile(s).Serialize();
