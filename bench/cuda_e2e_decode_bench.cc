@@ -1,12 +1,14 @@
 // end-to-end decode speed of the cuda runtime (CudaLlamaModel + CudaKvCache) per kv codec:
-// `batch` sequences of one new token each at `ctx` cached tokens, the whole forward step timed
+// `batch` sequences of one new token each at `ctx` cached tokens (one row per cell: --batch and
+// --ctx take lists, paired in order, a single value paired with each), the whole forward step timed
 // (host metadata, gemms, kv append/flush, attention, logits copy). the model has the shape of
 // Llama-3.1-8B or SmolLM2-135M with pseudo-random weights (or a gguf with --gguf), the caches
 // pseudo-random pages and rings instead of prefills: speed depends on neither. prints a
 // markdown table per model, with the sequences of `ctx` tokens that fit a kv budget of
 // --budget-gb (1e9 bytes) from the cache's own spec. without a cuda device it says so, exit 0.
 // usage: cuda_e2e_decode_bench [--models llama8b,smollm2] [--codecs fp16,vecinfer-k2v2,commvq-2,...]
-//   [--batch 16] [--ctx 32768] [--short-ctx 256] [--warmup 4] [--steps 32] [--budget-gb 80]
+//   [--batch 16[,1...]] [--ctx 32768[,131072...]] [--short-ctx 256] [--warmup 4] [--steps 32]
+//   [--budget-gb 80]
 //   [--gguf PATH] [--sink-tokens 32 (coded caches; fp16 has none)]
 //   [--graphs default|on|off|both (cuda graphs for decode steps; both: a row of each, same cache)]
 //   [--stagger 0|1 (1: sequence j starts j * page_tokens / batch tokens later, so that the
@@ -23,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "bench/cuda_bench_models.h"
 #include "runtime/cuda/cuda_kv_cache.h"
@@ -37,7 +40,8 @@ struct Args {
   std::vector<std::string> models = {"llama8b", "smollm2"};
   std::vector<std::string> codecs = {"fp16", "vecinfer-k2v2", "vecinfer-k1v1", "commvq-2",
                                      "commvq-1"};
-  int batch = 16, ctx = 32768, short_ctx = 256, warmup = 4, steps = 32;
+  std::vector<int> batches = {16}, ctxs = {32768};  // the cells: (batches[i], ctxs[i])
+  int short_ctx = 256, warmup = 4, steps = 32;
   int sink_tokens = 32;  // as `vqserve serve`'s --kv-sink-tokens default
   double budget_gb = 80;
   std::string gguf;
@@ -52,17 +56,17 @@ struct Timing {
 
 // runs warmup + steps decode steps (positions ctx, ctx + 1, ..., plus the stagger; page
 // flushes happen as they fall) and times the last `steps`.
-Timing TimeSteps(LlamaModel& model, CudaKvCache& cache, const Args& a, int ctx, int pages_per_seq,
-                 const std::vector<int32_t>& tables) {
+Timing TimeSteps(LlamaModel& model, CudaKvCache& cache, const Args& a, int n, int ctx,
+                 int pages_per_seq, const std::vector<int32_t>& tables) {
   std::mt19937 rng(7);
-  std::vector<int32_t> tokens(a.batch);
-  std::vector<ForwardSeq> batch(a.batch);
+  std::vector<int32_t> tokens(n);
+  std::vector<ForwardSeq> batch(n);
   std::vector<float> logits;
   std::vector<double> ms;
   int64_t replays0 = 0;
   for (int s = 0; s < a.warmup + a.steps; ++s) {
     if (s == a.warmup) replays0 = CudaGraphReplays(model);
-    for (int j = 0; j < a.batch; ++j) {
+    for (int j = 0; j < n; ++j) {
       tokens[j] = static_cast<int32_t>(rng() % model.config().vocab_size);
       ForwardSeq& f = batch[j];
       f.tokens = std::span<const int32_t>(&tokens[j], 1);
@@ -70,7 +74,7 @@ Timing TimeSteps(LlamaModel& model, CudaKvCache& cache, const Args& a, int ctx, 
       f.kv.slot = j;
       f.kv.block_table = tables.data() + size_t(j) * pages_per_seq;
       f.kv.num_blocks = pages_per_seq;
-      f.kv.num_cached = ctx + s + (a.stagger ? j * cache.spec().page_tokens / a.batch : 0);
+      f.kv.num_cached = ctx + s + (a.stagger ? j * cache.spec().page_tokens / n : 0);
     }
     logits.clear();
     const auto t0 = std::chrono::steady_clock::now();
@@ -86,6 +90,15 @@ Timing TimeSteps(LlamaModel& model, CudaKvCache& cache, const Args& a, int ctx, 
   return t;
 }
 
+// "16,1" -> {16, 1} (an empty or non-numeric item reads as 0, which main rejects).
+std::vector<int> IntList(const std::string& v) {
+  std::vector<int> out;
+  for (absl::string_view x : absl::StrSplit(v, ',')) {
+    out.push_back(std::atoi(std::string(x).c_str()));
+  }
+  return out;
+}
+
 int RunModel(const std::string& name, const Args& a) {
   absl::StatusOr<std::unique_ptr<LlamaModel>> loaded =
       a.gguf.empty() ? MakeRandomCudaLlamaModel(ShapeFor(name), 1) : LoadCudaLlamaModel(a.gguf);
@@ -96,70 +109,82 @@ int RunModel(const std::string& name, const Args& a) {
   LlamaModel& model = **loaded;
   const ModelConfig& c = model.config();
   const KvShape shape = model.kv_shape();
+  std::string cells;
+  for (size_t i = 0; i < a.batches.size(); ++i) {
+    cells += absl::StrCat(i ? ", " : "", a.batches[i], " x ", a.ctxs[i]);
+  }
   std::printf("\n### %s: %d layers, hidden %d, %d q / %d kv heads, head_dim %d, ffn %d, vocab %d"
-              " (%s)\n\nbatch %d x context %d, %d timed decode steps after %d warm-up; short "
+              " (%s)\n\nbatch x context %s; %d timed decode steps after %d warm-up; short "
               "context %d; kv budget %.0f GB; coded caches keep a %d-token fp16 sink%s\n\n",
               name.c_str(), c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads, c.head_dim,
               c.ffn_size, c.vocab_size, a.gguf.empty() ? "random weights" : a.gguf.c_str(),
-              a.batch, a.ctx, a.steps, a.warmup, a.short_ctx, a.budget_gb, a.sink_tokens,
+              cells.c_str(), a.steps, a.warmup, a.short_ctx, a.budget_gb, a.sink_tokens,
               a.stagger ? "; sequences staggered over a page" : "");
-  std::printf("| codec | ms/step | tokens/s | vs fp16 | ms/step at ctx %d | ctx-dependent share |"
-              " KV MiB / seq at %d | max seqs in %.0f GB | steps replayed (ctx, short ctx) |\n"
-              "|---|---|---|---|---|---|---|---|---|\n",
-              a.short_ctx, a.ctx, a.budget_gb);
+  std::printf("| codec | batch x ctx | ms/step | tokens/s | vs fp16 | ms/step at ctx %d |"
+              " tokens/s at ctx %d | ctx-dependent share | KV MiB / seq at ctx | max seqs in %.0f"
+              " GB | steps replayed (ctx, short ctx) |\n"
+              "|---|---|---|---|---|---|---|---|---|---|---|\n",
+              a.short_ctx, a.short_ctx, a.budget_gb);
   std::fflush(stdout);
-  double fp16_tps = 0;
+  std::vector<double> fp16_tps(a.batches.size(), 0);
   for (const std::string& codec : a.codecs) {
-    KvCacheSpec probe_spec;
-    {
-      absl::StatusOr<std::unique_ptr<CudaKvCache>> probe = MakeCache(codec, shape, c.rope_theta, 1, 1, a.sink_tokens);
-      if (!probe.ok()) {
-        std::printf("| %s | error: %s |\n", codec.c_str(),
-                    std::string(probe.status().message()).c_str());
+    for (size_t cell = 0; cell < a.batches.size(); ++cell) {
+      const int n = a.batches[cell], ctx = a.ctxs[cell];
+      KvCacheSpec probe_spec;
+      {
+        absl::StatusOr<std::unique_ptr<CudaKvCache>> probe =
+            MakeCache(codec, shape, c.rope_theta, 1, 1, a.sink_tokens);
+        if (!probe.ok()) {
+          std::printf("| %s | error: %s |\n", codec.c_str(),
+                      std::string(probe.status().message()).c_str());
+          break;
+        }
+        probe_spec = (*probe)->spec();
+      }
+      const int pages_per_seq =
+          std::max(PagesForTokens(probe_spec, ctx + a.warmup + a.steps),
+                   PagesForTokens(probe_spec, a.short_ctx + a.warmup + a.steps)) + 2;  // stagger
+      absl::StatusOr<std::unique_ptr<CudaKvCache>> made =
+          MakeCache(codec, shape, c.rope_theta, n * pages_per_seq, n, a.sink_tokens);
+      if (!made.ok()) {
+        std::printf("| %s | %d x %d | error: %s |\n", codec.c_str(), n, ctx,
+                    std::string(made.status().message()).c_str());
         continue;
       }
-      probe_spec = (*probe)->spec();
-    }
-    const int pages_per_seq =
-        std::max(PagesForTokens(probe_spec, a.ctx + a.warmup + a.steps),
-                 PagesForTokens(probe_spec, a.short_ctx + a.warmup + a.steps)) + 2;  // + stagger
-    absl::StatusOr<std::unique_ptr<CudaKvCache>> made =
-        MakeCache(codec, shape, c.rope_theta, a.batch * pages_per_seq, a.batch, a.sink_tokens);
-    if (!made.ok()) {
-      std::printf("| %s | error: %s |\n", codec.c_str(), std::string(made.status().message()).c_str());
-      continue;
-    }
-    CudaKvCache& cache = **made;
-    if (absl::Status s = FillCudaKvCacheRandom(cache, 3); !s.ok()) {
-      std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
-      return 1;
-    }
-    std::vector<int32_t> tables(size_t(a.batch) * pages_per_seq);
-    for (size_t i = 0; i < tables.size(); ++i) tables[i] = static_cast<int32_t>(i);
-    std::vector<int> modes = {-1};  // -1: the model's default
-    if (a.graphs == "on" || a.graphs == "off") modes = {a.graphs == "on"};
-    if (a.graphs == "both") modes = {0, 1};
-    for (int mode : modes) {
-      if (mode >= 0) SetCudaGraphs(model, mode == 1);
-      const std::string label = codec + (modes.size() < 2 ? "" : mode == 1 ? " graphs" : " eager");
-      const Timing t = TimeSteps(model, cache, a, a.ctx, pages_per_seq, tables);
-      const Timing ts = TimeSteps(model, cache, a, a.short_ctx, pages_per_seq, tables);
-      const KvCacheSpec& spec = cache.spec();
-      const double seq_bytes =
-          double(PagesForTokens(spec, a.ctx)) * spec.page_bytes + double(spec.slot_bytes);
-      const double budget = a.budget_gb * 1e9 - double(spec.fixed_bytes);
-      const long max_seqs = budget > 0 ? static_cast<long>(std::floor(budget / seq_bytes)) : 0;
-      const double tps = a.batch * 1000.0 / t.mean_ms;
-      if (codec == "fp16" && fp16_tps == 0) fp16_tps = tps;
-      char ratio[32] = "-";
-      if (fp16_tps > 0) std::snprintf(ratio, sizeof(ratio), "%.2fx", tps / fp16_tps);
-      std::printf(
-          "| %s | %.3f (min %.3f, max %.3f) | %.0f | %s | %.3f | %.0f%% | %.1f | %ld | "
-          "%lld, %lld of %d |\n",
-          label.c_str(), t.mean_ms, t.min_ms, t.max_ms, tps, ratio, ts.mean_ms,
-          100.0 * (t.mean_ms - ts.mean_ms) / t.mean_ms, seq_bytes / (1 << 20), max_seqs,
-          static_cast<long long>(t.replays), static_cast<long long>(ts.replays), a.steps);
-      std::fflush(stdout);
+      CudaKvCache& cache = **made;
+      if (absl::Status s = FillCudaKvCacheRandom(cache, 3); !s.ok()) {
+        std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+        return 1;
+      }
+      std::vector<int32_t> tables(size_t(n) * pages_per_seq);
+      for (size_t i = 0; i < tables.size(); ++i) tables[i] = static_cast<int32_t>(i);
+      std::vector<int> modes = {-1};  // -1: the model's default
+      if (a.graphs == "on" || a.graphs == "off") modes = {a.graphs == "on"};
+      if (a.graphs == "both") modes = {0, 1};
+      for (int mode : modes) {
+        if (mode >= 0) SetCudaGraphs(model, mode == 1);
+        const std::string label =
+            codec + (modes.size() < 2 ? "" : mode == 1 ? " graphs" : " eager");
+        const Timing t = TimeSteps(model, cache, a, n, ctx, pages_per_seq, tables);
+        const Timing ts = TimeSteps(model, cache, a, n, a.short_ctx, pages_per_seq, tables);
+        const KvCacheSpec& spec = cache.spec();
+        const double seq_bytes =
+            double(PagesForTokens(spec, ctx)) * spec.page_bytes + double(spec.slot_bytes);
+        const double budget = a.budget_gb * 1e9 - double(spec.fixed_bytes);
+        const long max_seqs = budget > 0 ? static_cast<long>(std::floor(budget / seq_bytes)) : 0;
+        const double tps = n * 1000.0 / t.mean_ms;
+        if (codec == "fp16" && fp16_tps[cell] == 0) fp16_tps[cell] = tps;
+        char ratio[32] = "-";
+        if (fp16_tps[cell] > 0) std::snprintf(ratio, sizeof(ratio), "%.2fx", tps / fp16_tps[cell]);
+        std::printf(
+            "| %s | %d x %d | %.3f (min %.3f, max %.3f) | %.0f | %s | %.3f | %.0f | %.0f%% | %.1f |"
+            " %ld | %lld, %lld of %d |\n",
+            label.c_str(), n, ctx, t.mean_ms, t.min_ms, t.max_ms, tps, ratio, ts.mean_ms,
+            n * 1000.0 / ts.mean_ms, 100.0 * (t.mean_ms - ts.mean_ms) / t.mean_ms,
+            seq_bytes / (1 << 20), max_seqs, static_cast<long long>(t.replays),
+            static_cast<long long>(ts.replays), a.steps);
+        std::fflush(stdout);
+      }
     }
   }
   return 0;
@@ -175,8 +200,8 @@ int main(int argc, char** argv) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--models") a.models = absl::StrSplit(v, ',');
     else if (k == "--codecs") a.codecs = absl::StrSplit(v, ',');
-    else if (k == "--batch") a.batch = std::atoi(v.c_str());
-    else if (k == "--ctx") a.ctx = std::atoi(v.c_str());
+    else if (k == "--batch") a.batches = IntList(v);
+    else if (k == "--ctx") a.ctxs = IntList(v);
     else if (k == "--short-ctx") a.short_ctx = std::atoi(v.c_str());
     else if (k == "--warmup") a.warmup = std::atoi(v.c_str());
     else if (k == "--steps") a.steps = std::atoi(v.c_str());
@@ -190,12 +215,25 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // pair the cells: a single batch or context goes with each of the other list.
+  if (a.batches.size() == 1) a.batches.resize(a.ctxs.size(), a.batches[0]);
+  if (a.ctxs.size() == 1) a.ctxs.resize(a.batches.size(), a.ctxs[0]);
+  if (a.batches.size() != a.ctxs.size()) {
+    std::fprintf(stderr, "--batch and --ctx: lists of different lengths\n");
+    return 2;
+  }
+  for (size_t i = 0; i < a.batches.size(); ++i) {
+    if (a.batches[i] < 1 || a.ctxs[i] < 0) {
+      std::fprintf(stderr, "--batch %d / --ctx %d: out of range\n", a.batches[i], a.ctxs[i]);
+      return 2;
+    }
+  }
+  if (a.steps < 1) return 2;
   std::string why;
   if (!CudaDeviceAvailable(&why)) {
     std::printf("cuda_e2e_decode_bench: skipped: %s\n", why.c_str());
     return 0;
   }
-  if (a.steps < 1 || a.batch < 1) return 2;
   for (const std::string& m : a.models) {
     if (int rc = RunModel(m, a); rc != 0) return rc;
   }
