@@ -7,15 +7,18 @@
 # weights F16 and Q4_K_M (llama-quantize). prints one markdown table and the ratios.
 #
 #   here:   bash bench/peers/compare_decode.sh pack [BUILD=build-cuda] [DIR=.devbuild/peers]
-#     packs what the device call needs into DIR (~25 MB, within one call's 64 MiB carry):
+#     packs what the device call needs into DIR (15 MB, within one call's 64 MiB carry):
 #     the llama.cpp source (bench/peers/build_llama_cpp.sh pack), cuda_e2e_decode_bench of
 #     BUILD with its libraries (bench/cuda/bundle_binaries.sh), the default model's tokenizer
 #     as a tensor-free GGUF, the `gguf` wheel of scripts/requirements.txt, and these scripts.
-#   device: bash DIR/compare_decode.sh run      (carry DIR; ~7 minutes the first time)
-#     builds llama.cpp into /tmp/peers/llama.cpp (or reuses it) while it writes the F16 GGUF and
-#     runs vqserve on it (the build on cores 2.., the bench and writer on cores 0-1), then
-#     quantizes Q4_K_M and runs the rest. a later call on the same warm machine reuses the
-#     build and the GGUFs. the table and logs: RESULTS (default $OUT, else /tmp/peers/results).
+#   device: bash DIR/compare_decode.sh run      (carry DIR)
+#     builds llama.cpp into /tmp/peers/llama.cpp (or reuses it: 270 s on the H200) while it
+#     writes the F16 GGUF (13 s) and runs vqserve on it (the build on cores 2.., the bench and
+#     writer on cores 0-1), then quantizes Q4_K_M (~5 minutes on 14 cores) beside llama.cpp's
+#     F16 rows, and runs the rest. the whole table takes more than one call's 10 minutes: a
+#     second call on the same warm machine (chained at once: it is given back after ~30 s
+#     idle) reuses the build and the GGUFs (/dev/shm) and reruns every row in one call.
+#     the table and logs: RESULTS (default $OUT, else /tmp/peers/results).
 #     knobs: WEIGHTS="F16 Q4_K_M"  OUR_KV=fp16,vecinfer-k2v2  LLAMA_KV="f16 q8_0 q4_0"
 #            LONG_KV="f16" (llama.cpp kv types also run at 1 x 128K: a 128K-token prefill each)
 #            STEPS=32 (decode steps timed per cell, both engines)  SKIP_OURS=1  SKIP_LLAMA=1
@@ -109,8 +112,9 @@ run() {
   local quant_pids=()
   for wt in ${WEIGHTS:-F16 Q4_K_M}; do
     [ "$wt" = F16 ] || [ -f "$G/$name-$wt.gguf" ] || {
-      $slow "$L/bin/llama-quantize" "$G/$name-F16.gguf" "$G/$name-$wt.gguf" "$wt" "$ncpu" \
-        > "$OUT/quantize_$wt.log" 2>&1 &
+      # into .part, renamed when done: a call cut mid-way leaves no half file to reuse.
+      { $slow "$L/bin/llama-quantize" "$G/$name-F16.gguf" "$G/$name-$wt.gguf.part" "$wt" "$ncpu" \
+          > "$OUT/quantize_$wt.log" 2>&1 && mv "$G/$name-$wt.gguf.part" "$G/$name-$wt.gguf"; } &
       quant_pids+=("$wt:$!")
     }
   done
