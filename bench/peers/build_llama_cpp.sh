@@ -26,6 +26,7 @@ pack() {
   sdist=$dl/llama_cpp_python-$VERSION.tar.gz
   [ -f "$sdist" ] || python3 -m pip download --no-binary llama-cpp-python --no-deps \
     "llama-cpp-python==$VERSION" -d "$dl" >&2
+  if [ -s "$out" ] && [ "$out" -nt "$sdist" ]; then echo "$out"; return 0; fi  # packed already
   local tmp
   tmp=$(mktemp -d)
   tar -C "$tmp" -xzf "$sdist" "llama_cpp_python-$VERSION/vendor/llama.cpp"
