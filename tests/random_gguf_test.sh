@@ -21,8 +21,11 @@ fail=0
 "$bin/vqserve" generate --model "$gguf" --device cpu --prompt "The capital of France is" \
   --max-tokens 8 --temperature 0 > "$tmp/text" 2> "$tmp/err" || fail=1
 tail -1 "$tmp/err"
-grep -q "; 8 generated in" "$tmp/err" || { echo "random_gguf: not 8 tokens generated:"; cat "$tmp/err"; fail=1; }
-for i in $(seq 1 40); do echo "The history of the city is long and full of surprising turns."; done > "$tmp/eval.txt"
+grep -q "; 8 generated in" "$tmp/err" ||
+  { echo "random_gguf: not 8 tokens generated:"; cat "$tmp/err"; fail=1; }
+for i in $(seq 1 40); do
+  echo "The history of the city is long and full of surprising turns."
+done > "$tmp/eval.txt"
 "$bin/vqserve" eval --model "$gguf" --text "$tmp/eval.txt" --codec fp16 --ctx 128 --windows 2 \
   --no-passkey --no-errors > "$tmp/eval" 2> "$tmp/eval.err" || { cat "$tmp/eval.err"; fail=1; }
 python3 - "$tmp/eval" <<'PY' || fail=1

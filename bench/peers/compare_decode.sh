@@ -32,7 +32,8 @@ pack() {
   local root
   root=$(cd "$HERE/../.." && pwd)
   mkdir -p "$dir"
-  bash "$root/bench/peers/build_llama_cpp.sh" pack "$dir/llama.cpp-src.tar.xz" > /dev/null || return 1
+  bash "$root/bench/peers/build_llama_cpp.sh" pack "$dir/llama.cpp-src.tar.xz" > /dev/null \
+    || return 1
   STRIP=1 XZ_OPT="-9e -T2" bash "$root/bench/cuda/bundle_binaries.sh" "$build" \
     "$dir/bench.tar.xz" cuda_e2e_decode_bench || return 1
   python3 "$root/tools/make_random_gguf.py" --vocab-only \
@@ -58,14 +59,14 @@ run() {
   mkdir -p "$OUT" "$RESULTS"
   local L=$W/llama.cpp B=$W/bench G=${GGUF_DIR:-$W/gguf} steps=${STEPS:-32} ncpu
   # the 21 GB of GGUFs in memory (tmpfs) when it has room: no wait on the disk.
-  if [ -z "${GGUF_DIR:-}" ] && [ "$(df -k --output=avail /dev/shm 2> /dev/null | tail -1)" -gt 25000000 ] 2> /dev/null; then
-    G=/dev/shm/peers
-  fi
+  local shm
+  shm=$(df -k --output=avail /dev/shm 2> /dev/null | tail -1)
+  if [ -z "${GGUF_DIR:-}" ] && [ "${shm:-0}" -gt 25000000 ] 2> /dev/null; then G=/dev/shm/peers; fi
   ncpu=$(nproc)
   # the device's python lacks gguf: the carried wheel, on PYTHONPATH.
   if ! python3 -c "import gguf" 2> /dev/null; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --target "$W/site" "$HERE"/gguf-*.whl \
-      || return 1
+    python3 -m pip install -q --no-index --no-deps --no-compile --target "$W/site" \
+      "$HERE"/gguf-*.whl || return 1
     export PYTHONPATH=$W/site${PYTHONPATH:+:$PYTHONPATH}
   fi
   if [ ! -x "$B/cuda_e2e_decode_bench" ]; then
@@ -80,22 +81,26 @@ run() {
   {
     date -u
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
-    echo "cpus $ncpu; llama.cpp from $(tar -xJOf "$HERE/llama.cpp-src.tar.xz" llama.cpp/VQSERVE_SOURCE)"
+    echo "cpus $ncpu; llama.cpp from" \
+      "$(tar -xJOf "$HERE/llama.cpp-src.tar.xz" llama.cpp/VQSERVE_SOURCE)"
   } | tee "$OUT/env.log"
   JOBS=$((ncpu > 8 ? ncpu - 2 : ncpu)) $slow bash "$HERE/build_llama_cpp.sh" build \
-    "$HERE/llama.cpp-src.tar.xz" "$L" llama-batched-bench llama-quantize > "$OUT/llama_build.log" 2>&1 &
+    "$HERE/llama.cpp-src.tar.xz" "$L" llama-batched-bench llama-quantize \
+    > "$OUT/llama_build.log" 2>&1 &
   local build_pid=$!
   local name=random-${SHAPE:-llama8b}
   if [ ! -f "$G/$name-F16.gguf" ]; then
-    $fast python3 "$HERE/make_random_gguf.py" --shape "${SHAPE:-llama8b}" --tokenizer "$HERE/tokenizer.gguf" \
-      --out-dir "$G" --name $name 2>&1 | tee "$OUT/gguf.log" || return 1
+    $fast python3 "$HERE/make_random_gguf.py" --shape "${SHAPE:-llama8b}" \
+      --tokenizer "$HERE/tokenizer.gguf" --out-dir "$G" --name "$name" 2>&1 |
+      tee "$OUT/gguf.log" || return 1
   fi
   ours() {  # ours WEIGHTS: both cells of each batch in one load
     [ "${SKIP_OURS:-0}" = 1 ] && return 0
     echo "== vqserve cuda_e2e_decode_bench, $1 weights"
-    local args=(--gguf "$G/$name-$1.gguf" --models "llama8b-$1" --codecs "${OUR_KV:-fp16,vecinfer-k2v2}"
-                --short-ctx 256 --steps "$steps" --warmup 4)
-    $fast "$B/cuda_e2e_decode_bench" "${args[@]}" --batch 16,1 --ctx 32768,131072 | tee "$W/ours.txt"
+    local args=(--gguf "$G/$name-$1.gguf" --models "llama8b-$1"
+                --codecs "${OUR_KV:-fp16,vecinfer-k2v2}" --short-ctx 256 --steps "$steps" --warmup 4)
+    $fast "$B/cuda_e2e_decode_bench" "${args[@]}" --batch 16,1 --ctx 32768,131072 |
+      tee "$W/ours.txt"
     echo "exit: $?"
     # a bench older than the cell lists (one batch x context per run) ran 16 x 32K only.
     grep -q "^batch x context" "$W/ours.txt" && return 0
@@ -164,5 +169,5 @@ table() {
 case "${1:-}" in
   pack) shift; pack "$@" ;;
   run) shift; run "$@" ;;
-  *) sed -n '2,23p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,26p' "$0" >&2; exit 2 ;;
 esac
