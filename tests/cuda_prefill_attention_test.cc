@@ -128,7 +128,9 @@ TEST(PrefillTilesTest, KeySplitsFillTheSms) {
   EXPECT_EQ(cuda::PrefillKeySplits(128, 132, 16), 1);   // a first chunk: one split
   EXPECT_EQ(cuda::PrefillKeySplits(600, 132, 1008), 1);  // more than 4 blocks a sm already
   EXPECT_EQ(cuda::PrefillKeySplits(0, 132, 1008), 1);
-  EXPECT_EQ(cuda::PrefillWorkFloats(512, 32, 128, 2), int64_t{2} * 512 * 32 * 130);
+  // 2 splits of 512 tokens x 32 heads: 128-float output rows (4194304 floats), then (max, sum)
+  // pairs (65536 floats), worked out by hand.
+  EXPECT_EQ(cuda::PrefillWorkFloats(512, 32, 128, 2), 4259840);
 }
 
 }  // namespace

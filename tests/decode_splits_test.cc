@@ -65,6 +65,23 @@ TEST(DecodeSplitsTest, BatchesPastOneWaveSplitFiner) {
   }
 }
 
+// cases worked out by hand from the model's description (busiest sm: ceil(blocks s / 132)
+// blocks of len / s + fixed tokens each), so that the test does not reuse BusiestSmTime.
+TEST(DecodeSplitsTest, HandWorkedCases) {
+  // one sequence of the 8b shape (8 blocks), 8192 tokens, one block a sm: the rule fills the
+  // wave, 132 / 8 = 16 splits (1 block a sm: 512 + 2048 = 2560); 17+ splits put 2 blocks on
+  // some sm (2 x (482 + 2048) = 5060): 16.
+  EXPECT_EQ(WholeWaveSplits(8, kSms, 1, 8192, 2048, 32), 16);
+  // 17 sequences (136 blocks), 32768 tokens: the rule gives 1 split (136 x 5 >= 132 x 4), 2
+  // blocks on 4 sms: 2 x 34816 = 69632. s = 2: 3 x 18432 = 55296; 3: 4 x 12971 = 51883;
+  // 4: 5 x 10240 = 51200; 5: 6 x 8602 = 51610; 6: 7 x 7509 = 52565; 8: 9 x 6144 = 55296. the
+  // least, 4, is 26% faster than the rule's (more than the 20% asked): 4.
+  EXPECT_EQ(WholeWaveSplits(136, kSms, 1, 32768, 2048, 32), 4);
+  // 16 sequences (128 blocks): one wave, 1 block a sm at 1 split: 34816; s = 2 puts 2 blocks on
+  // 124 sms: 2 x 18432 = 36864, slower: the rule's 1 stays.
+  EXPECT_EQ(WholeWaveSplits(128, kSms, 1, 32768, 2048, 32), 1);
+}
+
 TEST(DecodeSplitsTest, StaysWithinItsBounds) {
   EXPECT_EQ(WholeWaveSplits(0, kSms, 1, 4096, 2048, 32), 1);
   EXPECT_EQ(WholeWaveSplits(8, kSms, 1, 4096, 2048, 1), 1);
