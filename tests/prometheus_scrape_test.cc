@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -27,7 +28,8 @@ using Clock = std::chrono::steady_clock;
 class PrometheusProcess {
  public:
   ~PrometheusProcess() { Kill(); }
-  bool Start(const fs::path& dir, int metrics_port, int web_port) {
+  // listens on an ephemeral loopback port (no free-port race): WaitForWebPort reads it back.
+  bool Start(const fs::path& dir, int metrics_port) {
     fs::path config = dir / "prometheus.yml";
     std::ofstream(config) << "global:\n"
                              "  scrape_interval: 1s\n"
@@ -38,18 +40,35 @@ class PrometheusProcess {
                              "      - targets: ['127.0.0.1:" << metrics_port << "']\n";
     std::string config_arg = "--config.file=" + config.string();
     std::string storage_arg = "--storage.tsdb.path=" + (dir / "data").string();
-    std::string listen_arg = "--web.listen-address=127.0.0.1:" + std::to_string(web_port);
-    std::string log = (dir / "prometheus.log").string();
+    std::string listen_arg = "--web.listen-address=127.0.0.1:0";
+    log_ = dir / "prometheus.log";
+    std::string log = log_.string();
     pid_ = fork();
     if (pid_ == 0) {
       FILE* f = std::freopen(log.c_str(), "w", stdout);
       (void)f;
       dup2(fileno(stdout), fileno(stderr));
       execlp("prometheus", "prometheus", config_arg.c_str(), storage_arg.c_str(),
-             listen_arg.c_str(), "--log.level=warn", static_cast<char*>(nullptr));
+             listen_arg.c_str(), "--log.level=info", static_cast<char*>(nullptr));
       _exit(127);
     }
     return pid_ > 0;
+  }
+  // the web port from prometheus' `msg="Listening on" address=127.0.0.1:PORT` log line (it logs
+  // the bound address); -1 when it exits or `timeout` passes first.
+  int WaitForWebPort(std::chrono::seconds timeout) {
+    const std::string key = "msg=\"Listening on\" address=127.0.0.1:";
+    auto deadline = Clock::now() + timeout;
+    while (Clock::now() < deadline && !Exited()) {
+      std::ifstream in(log_);
+      for (std::string line; std::getline(in, line);) {
+        if (size_t at = line.find(key); at != std::string::npos) {
+          return std::atoi(line.c_str() + at + key.size());
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return -1;
   }
   bool Exited() {
     if (pid_ <= 0) return true;
@@ -76,6 +95,7 @@ class PrometheusProcess {
 
  private:
   pid_t pid_ = -1;
+  fs::path log_;
 };
 
 // value of vqserve:kv_pages_total{codec=...} from prometheus' instant query api, or -1.
@@ -117,9 +137,10 @@ TEST(PrometheusScrapeTest, RealPrometheusScrapesAndReturnsOurValues) {
 
   fs::path dir = fs::temp_directory_path() / ("vqserve_prom." + std::to_string(getpid()));
   fs::create_directories(dir);
-  int web_port = testing::FreeLoopbackPort();
   PrometheusProcess prom;
-  ASSERT_TRUE(prom.Start(dir, http.port(), web_port));
+  ASSERT_TRUE(prom.Start(dir, http.port()));
+  const int web_port = prom.WaitForWebPort(std::chrono::seconds(60));
+  ASSERT_GT(web_port, 0) << "prometheus did not report its listening address";
 
   bool first = WaitForPagesTotal(web_port, "vecinfer-2b", 4096, std::chrono::seconds(30), prom);
   // a changed value must arrive through a later scrape.

@@ -78,19 +78,6 @@ absl::StatusOr<HttpResponse> HttpGet(int port, const std::string& path) {
   return out;
 }
 
-int FreeLoopbackPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
 CommandResult RunCommand(const std::string& command) {
   CommandResult r;
   FILE* p = popen((command + " 2>&1").c_str(), "r");

@@ -23,9 +23,6 @@ struct HttpResponse {
 // GET http://127.0.0.1:port/path (http/1.0, connection closed by the server).
 absl::StatusOr<HttpResponse> HttpGet(int port, const std::string& path);
 
-// a tcp port on 127.0.0.1 that was free a moment ago.
-int FreeLoopbackPort();
-
 struct CommandResult {
   int exit_code = -1;
   std::string output;  // stdout and stderr together
