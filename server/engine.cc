@@ -171,6 +171,11 @@ void Engine::StopAdmission() {
   draining_ = true;
 }
 
+bool Engine::admitting() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !draining_;
+}
+
 void Engine::AbortAll() {
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -69,6 +69,8 @@ class Engine {
   void Cancel(int64_t id);
   // stops admission (Submit answers UNAVAILABLE) for a drain.
   void StopAdmission();
+  // false once StopAdmission was called.
+  bool admitting() const;
   // aborts every request in flight.
   void AbortAll();
   // stops the loop after aborting everything; idempotent.

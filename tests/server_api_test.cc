@@ -185,8 +185,14 @@ TEST_F(ServerApiTest, QueueBoundIsResourceExhausted) {
       // wait until the first is running (it streamed a token), so exactly two can wait.
       v1::GenerateResponse first;
       ASSERT_TRUE(readers[0]->Read(&first));
+    } else {
+      // request i is queued or refused before request i + 1 is sent.
+      ASSERT_TRUE(WaitUntil([&] {
+        const double refused =
+            server.metrics().request_errors_total().WithLabels({"RESOURCE_EXHAUSTED"}).Value();
+        return server.engine().Snapshot().num_active - 1 + refused == i;
+      })) << "request " << i << " was neither queued nor refused";
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   // the first is running and two wait; the rest were refused at once.
   for (size_t i = readers.size(); i-- > 0;) {
@@ -297,25 +303,28 @@ TEST_F(ServerApiTest, HealthModelInfoAndTokenize) {
 }
 
 TEST_F(ServerApiTest, DrainFinishesInFlightThenRefuses) {
-  TestServer server(TestServerConfig{});
+  TestServerConfig cfg;
+  cfg.start_engine = false;  // the request stays in flight until the drain has begun
+  TestServer server(cfg);
   auto stub = server.Stub();
   StreamResult in_flight;
   std::thread t([&] { in_flight = RunGenerate(stub.get(), GreedyRequest("Once upon", 6)); });
-  while (server.engine().Snapshot().num_active == 0) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  ASSERT_TRUE(WaitUntil([&] { return server.engine().Snapshot().num_active == 1; }));
   int aborted = -1;
   std::thread drain([&] { aborted = server.server().Drain(absl::Seconds(60)); });
-  // admission stops at once: a new request is refused.
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // admission stops at once: health says NOT_SERVING and a new request is refused.
+  ASSERT_TRUE(WaitUntil([&] { return !server.engine().admitting(); }));
   {
     grpc::ClientContext ctx;
     std::string status;
-    grpc::Status st = CheckHealth(server.Channel(), &ctx, "", &status);
-    if (st.ok()) EXPECT_EQ(status, "NOT_SERVING");
+    ASSERT_TRUE(CheckHealth(server.Channel(), &ctx, "", &status).ok());
+    EXPECT_EQ(status, "NOT_SERVING");
   }
   StreamResult refused = RunGenerate(stub.get(), GreedyRequest("Hi", 2));
-  EXPECT_FALSE(refused.status.ok());
+  EXPECT_EQ(refused.status.error_code(), grpc::StatusCode::UNAVAILABLE)
+      << refused.status.error_message();
+  // the request admitted before the drain still runs to its end.
+  server.StartEngine();
   t.join();
   drain.join();
   EXPECT_TRUE(in_flight.status.ok()) << in_flight.status.error_message();
@@ -329,9 +338,7 @@ TEST_F(ServerApiTest, DrainTimeoutAbortsLongRequests) {
   auto stub = server.Stub();
   StreamResult in_flight;
   std::thread t([&] { in_flight = RunGenerate(stub.get(), GreedyRequest("Once upon", 1500)); });
-  while (server.engine().Snapshot().num_active == 0) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  ASSERT_TRUE(WaitUntil([&] { return server.engine().Snapshot().num_active == 1; }));
   int aborted = server.server().Drain(absl::Milliseconds(200));
   t.join();
   EXPECT_EQ(aborted, 1);

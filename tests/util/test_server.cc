@@ -103,6 +103,15 @@ bool TestServer::WaitAllFree() const {
   return false;
 }
 
+bool WaitUntil(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
 StreamResult RunGenerate(v1::Inference::Stub* stub, const v1::GenerateRequest& request,
                          const std::vector<std::pair<std::string, std::string>>& metadata) {
   StreamResult r;

@@ -2,6 +2,8 @@
 #ifndef VQSERVE_TESTS_UTIL_TEST_SERVER_H_
 #define VQSERVE_TESTS_UTIL_TEST_SERVER_H_
 
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -63,6 +65,11 @@ class TestServer {
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<InferenceServer> server_;
 };
+
+// polls `done` (every 2 ms) until it holds (true) or `timeout` passes (false): tests wait on
+// the event itself, never on a fixed sleep.
+bool WaitUntil(const std::function<bool()>& done,
+               std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
 // the result of one streamed Generate call.
 struct StreamResult {
