@@ -6,8 +6,9 @@
 // books and sink (0 and 32): prompts of 150, 200 and 330 tokens + 40 decode steps (flushes at
 // prefill and during decode), greedy picks equal (or cpu near-ties) and logits close; one
 // prefill step vs single-token and 64-token chunks. the gpu tests skip themselves without a
-// cuda device; the model tests also without the model (VQSERVE_MODEL) or a commvq-2 artifact
-// for it (VQSERVE_CVQCB, else tests/util CodebookPath("commvq-2")).
+// cuda device; the model tests also without the model (VQSERVE_MODEL), and fail without a
+// commvq-2 artifact for it (VQSERVE_CVQCB, else tests/util CodebookPath("commvq-2"), which the
+// ctest fixture test_commvq_codebooks trains).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -216,7 +217,9 @@ class CudaCommVqModelTest : public ::testing::Test {
     path_ = testing::DefaultModelPath();
     if (path_.empty()) GTEST_SKIP() << "no model in models/ (and VQSERVE_MODEL unset)";
     const std::string cvqcb = CvqcbPath();
-    if (cvqcb.empty()) GTEST_SKIP() << "no commvq-2 codebooks (set VQSERVE_CVQCB)";
+    // the ctest fixture test_commvq_codebooks trains it wherever a device exists.
+    ASSERT_FALSE(cvqcb.empty()) << "no commvq-2 codebooks: run through ctest (fixture "
+                                   "test_commvq_codebooks) or set VQSERVE_CVQCB";
     auto book = CodebookFile::Load(cvqcb);
     ASSERT_TRUE(book.ok()) << book.status();
     book_ = std::make_unique<CodebookFile>(std::move(*book));

@@ -4,9 +4,9 @@
 // and logits with graphs as without (bitwise; commvq within 1e-3 of the logit range, its decode
 // kernel's atomics being order-dependent), over fp16, kivi-k2v2, vecinfer-k2v2 (sink 0 and 32)
 // and commvq-2 (sink 32) kv caches, and all steps but the first sight and capture of each graph
-// key replayed one. skips itself without a cuda device, the model (VQSERVE_MODEL) or, for
-// vecinfer / commvq, an artifact for it (VQSERVE_VQCB / VQSERVE_CVQCB, else tests/util
-// CodebookPath).
+// key replayed one. skips itself without a cuda device or the model (VQSERVE_MODEL); fails
+// without the vecinfer / commvq artifact (VQSERVE_VQCB / VQSERVE_CVQCB, else tests/util
+// CodebookPath, which the ctest fixtures test_codebooks / test_commvq_codebooks train).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -93,7 +93,10 @@ class CudaGraphTest : public ::testing::TestWithParam<std::pair<std::string, int
       const char* env = std::getenv(var);
       const std::string vqcb =
           env != nullptr && *env != '\0' ? std::string(env) : testing::CodebookPath(codec_);
-      if (vqcb.empty()) GTEST_SKIP() << "no " << codec_ << " codebooks (set " << var << ")";
+      // the ctest fixtures test_codebooks / test_commvq_codebooks train them.
+      ASSERT_FALSE(vqcb.empty()) << "no " << codec_ << " codebooks: run through ctest "
+                                 << "(fixtures test_codebooks, test_commvq_codebooks) or set "
+                                 << var;
       auto book = CodebookFile::Load(vqcb);
       ASSERT_TRUE(book.ok()) << book.status();
       book_ = std::make_unique<CodebookFile>(std::move(*book));

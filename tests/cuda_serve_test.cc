@@ -1,9 +1,10 @@
 // the serving engine on the gpu: CudaLlamaModel with kv pools of CudaKvCache built by
-// MakeKvPools (fp16, and vecinfer-k2v2 when its codebooks exist), behind the real grpc server.
+// MakeKvPools (fp16 and vecinfer-k2v2), behind the real grpc server.
 // greedy requests answer what the cuda model gives one sequence alone, per codec, and
 // concurrent requests of both codecs (mixed pools in one engine step) answer the same as
-// sequential ones. skips itself without a cuda device, the model (VQSERVE_MODEL); the vecinfer
-// pool without a vecinfer-k2v2 artifact (VQSERVE_VQCB, else tests/util CodebookPath).
+// sequential ones. skips itself without a cuda device or the model (VQSERVE_MODEL); fails
+// without a vecinfer-k2v2 artifact (VQSERVE_VQCB, else tests/util CodebookPath, which the
+// ctest fixture test_codebooks trains).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -44,15 +45,13 @@ class CudaServeTest : public ::testing::Test {
     auto model = LoadCudaLlamaModel(path);
     ASSERT_TRUE(model.ok()) << model.status();
     model_ = std::move(*model);
-    codecs_ = {"fp16"};
-    if (const std::string vqcb = VqcbPath(); !vqcb.empty()) {
-      auto book = CodebookFile::Load(vqcb);
-      ASSERT_TRUE(book.ok()) << book.status();
-      book_ = std::make_shared<CodebookFile>(std::move(*book));
-      codecs_.push_back("vecinfer-k2v2");
-    } else {
-      std::printf("no vecinfer-k2v2 codebooks: serving fp16 only\n");
-    }
+    codecs_ = {"fp16", "vecinfer-k2v2"};
+    const std::string vqcb = VqcbPath();
+    ASSERT_FALSE(vqcb.empty()) << "no vecinfer-k2v2 codebooks: run through ctest (fixture "
+                                  "test_codebooks) or set VQSERVE_VQCB";
+    auto loaded = CodebookFile::Load(vqcb);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    book_ = std::make_shared<CodebookFile>(std::move(*loaded));
     const KvShape shape = model_->kv_shape();
     std::shared_ptr<const CodebookFile> book = book_;
     maker_ = [shape, book](const std::string& name, int pages,
@@ -180,6 +179,59 @@ TEST_F(CudaServeTest, ConcurrentMixedCodecsMatchSequential) {
   std::printf("[serve --device cuda] %zu concurrent requests (%zu codecs): %d equal to "
               "sequential\n",
               jobs.size(), codecs_.size(), equal);
+}
+
+// a vecinfer-k2v2 pool of 8 pages for 10 requests of 150-token prompts + 24 tokens: each needs
+// no page at prefill (150 < 128 ring + 32) and one from token 160 on, so 10 sequences past it
+// need 10 pages: some are preempted (recompute) and all still complete.
+TEST_F(CudaServeTest, CodedPoolPreemptsAndAllComplete) {
+  auto cache = maker_("vecinfer-k2v2", 8, 10);
+  ASSERT_TRUE(cache.ok()) << cache.status();
+  std::vector<std::unique_ptr<KvCache>> caches;
+  caches.push_back(std::move(*cache));
+  MetricsRegistry registry;
+  ServerMetrics metrics(registry);
+  EngineOptions eo;
+  eo.scheduler.max_num_seqs = 10;
+  eo.scheduler.max_model_len = 2048;
+  eo.default_codec = "vecinfer-k2v2";
+  eo.device = "cuda";
+  Engine engine(model_.get(), std::move(caches), eo, &metrics);
+  engine.Start();
+  ServerOptions so;
+  so.host = "127.0.0.1";
+  auto server = InferenceServer::Start(&engine, &metrics, std::move(so));
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::vector<int32_t> prompt(prompts_[1].begin(), prompts_[1].begin() + 150);
+  constexpr int kRequests = 10;
+  std::vector<testing::StreamResult> results(kRequests);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kRequests; ++i) {
+    threads.emplace_back([&, i] {
+      v1::GenerateRequest req = testing::GreedyRequest("", kMaxTokens, "vecinfer-k2v2");
+      for (int32_t id : prompt) req.mutable_token_ids()->add_ids(id);
+      req.mutable_token_ids()->set_ids(149, prompt[149 - i]);  // 10 different prompts
+      auto stub = v1::Inference::NewStub(grpc::CreateChannel(
+          "127.0.0.1:" + std::to_string((*server)->port()), grpc::InsecureChannelCredentials()));
+      results[i] = testing::RunGenerate(stub.get(), req);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  int64_t preemptions = 0;
+  for (const testing::StreamResult& r : results) {
+    ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+    EXPECT_EQ(r.finish_reason, v1::FINISH_REASON_LENGTH);
+    EXPECT_EQ(r.token_ids.size(), static_cast<size_t>(kMaxTokens));
+    preemptions += r.usage.num_preemptions();
+  }
+  std::printf("[serve --device cuda] coded pool of 8 pages, %d requests: %lld preemptions\n",
+              kRequests, static_cast<long long>(preemptions));
+  EXPECT_GT(preemptions, 0);
+  EXPECT_TRUE(testing::WaitUntil([&] {
+    EngineSnapshot snap = engine.Snapshot();
+    return snap.num_active == 0 && snap.pools[0].pages_free == snap.pools[0].pages_total;
+  }));
+  (*server)->Drain(absl::Seconds(5));
 }
 
 }  // namespace

@@ -59,7 +59,8 @@ class CudaVecInferModelTest : public ::testing::Test {
     path_ = testing::DefaultModelPath();
     if (path_.empty()) GTEST_SKIP() << "no model in models/ (and VQSERVE_MODEL unset)";
     const std::string vqcb = VqcbPath();
-    if (vqcb.empty()) GTEST_SKIP() << "no " << kDefaultCodec << " codebooks (set VQSERVE_VQCB)";
+    ASSERT_FALSE(vqcb.empty()) << "no " << kDefaultCodec << " codebooks: run through ctest "
+                                  "(fixture test_codebooks) or set VQSERVE_VQCB";
     auto book = CodebookFile::Load(vqcb);
     ASSERT_TRUE(book.ok()) << book.status();
     book_ = std::make_unique<CodebookFile>(std::move(*book));
