@@ -168,10 +168,7 @@ TEST_F(ServerIntegrationTest, TinyKvBudgetQueuesOrPreemptsAndAllComplete) {
       together[i] = RunGenerate(stub.get(), reqs[i]);
     });
   }
-  for (int tries = 0; server.engine().Snapshot().num_active < kStreams && tries < 1000; ++tries) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ASSERT_EQ(server.engine().Snapshot().num_active, kStreams);
+  ASSERT_TRUE(WaitUntil([&] { return server.engine().Snapshot().num_active == kStreams; }));
   server.StartEngine();
   for (auto& t : threads) t.join();
   for (int i = 0; i < kStreams; ++i) {
@@ -183,6 +180,48 @@ TEST_F(ServerIntegrationTest, TinyKvBudgetQueuesOrPreemptsAndAllComplete) {
   int64_t preemptions = 0;
   for (const auto& r : together) preemptions += r.usage.num_preemptions();
   std::printf("tiny kv budget: %lld preemptions over %d requests\n",
+              static_cast<long long>(preemptions), kStreams);
+  EXPECT_GT(preemptions, 0);
+  EXPECT_EQ(server.engine().Snapshot().num_preemptions, preemptions);
+  EXPECT_TRUE(server.WaitAllFree());
+}
+
+TEST_F(ServerIntegrationTest, CodedPoolsPreemptAndAllComplete) {
+  // vecinfer and kivi keep a sequence's newest 128 tokens (and the sink) in its slot and code
+  // older ones into 32-token pages: prompts of ~180 tokens + 30 generated need 2 pages each,
+  // and each pool has 4 for 3 requests.
+  ASSERT_TRUE(CodecAvailable("vecinfer-k2v2")) << "run through ctest (fixture test_codebooks)";
+  TestServerConfig cfg;
+  cfg.pools = {{"vecinfer-k2v2", 4}, {"kivi-k2v2", 4}};
+  cfg.num_slots = 6;
+  cfg.scheduler.max_num_seqs = 6;
+  cfg.start_engine = false;  // all six are queued before the first step
+  TestServer server(cfg);
+  constexpr int kStreams = 6;
+  std::vector<StreamResult> together(kStreams);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kStreams; ++i) {
+    threads.emplace_back([&, i] {
+      std::string text = Prompt(i);
+      for (int k = 0; k < 17; ++k) text += " The quick brown fox jumps over the lazy dog.";
+      auto stub = server.Stub();
+      together[i] = RunGenerate(stub.get(), GreedyRequest(text, 30, i % 2 ? "kivi-k2v2"
+                                                                          : "vecinfer-k2v2"));
+    });
+  }
+  ASSERT_TRUE(WaitUntil([&] { return server.engine().Snapshot().num_active == kStreams; }));
+  server.StartEngine();
+  for (auto& t : threads) t.join();
+  int64_t preemptions = 0;
+  for (int i = 0; i < kStreams; ++i) {
+    ASSERT_TRUE(together[i].status.ok()) << together[i].status.error_message();
+    EXPECT_EQ(together[i].finish_reason, v1::FINISH_REASON_LENGTH);
+    EXPECT_EQ(together[i].token_ids.size(), 30u);
+    EXPECT_GT(together[i].usage.prompt_tokens(), 160) << "the prompt fills a page";
+    EXPECT_EQ(together[i].usage.kv_codec(), i % 2 ? "kivi-k2v2" : "vecinfer-k2v2");
+    preemptions += together[i].usage.num_preemptions();
+  }
+  std::printf("coded pools: %lld preemptions over %d requests\n",
               static_cast<long long>(preemptions), kStreams);
   EXPECT_GT(preemptions, 0);
   EXPECT_EQ(server.engine().Snapshot().num_preemptions, preemptions);
