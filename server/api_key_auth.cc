@@ -41,4 +41,14 @@ grpc::Status ApiKeyAuth::Check(
   return grpc::Status::OK;
 }
 
+std::string ApiKeyAuth::PresentedKey(
+    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) {
+  auto it = metadata.find("authorization");
+  if (it == metadata.end()) return "";
+  std::string value(it->second.data(), it->second.size());
+  constexpr std::string_view kBearer = "Bearer ";
+  if (value.size() <= kBearer.size() || value.compare(0, kBearer.size(), kBearer) != 0) return "";
+  return value.substr(kBearer.size());
+}
+
 }  // namespace vqserve

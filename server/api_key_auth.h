@@ -22,6 +22,9 @@ class ApiKeyAuth {
   bool enabled() const { return !keys_.empty(); }
   // OK, or UNAUTHENTICATED when keys are configured and the metadata lacks a valid one.
   grpc::Status Check(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) const;
+  // the key a call presents ("Bearer <key>"), empty when none; meaningful after Check passed.
+  static std::string PresentedKey(
+      const std::multimap<grpc::string_ref, grpc::string_ref>& metadata);
 
  private:
   std::set<std::string> keys_;

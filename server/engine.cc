@@ -42,6 +42,8 @@ struct Engine::Active {
   int64_t submit_us = 0;
   int64_t first_scheduled_us = -1;
   int64_t last_token_us = -1;
+  int64_t deadline_us = INT64_MAX;  // steady clock
+  std::string deadline_source;
 };
 
 Engine::Engine(LlamaModel* model, std::vector<std::unique_ptr<KvCache>> caches,
@@ -102,7 +104,7 @@ void Engine::Stop() {
 }
 
 absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(
-    const v1::GenerateRequest& request) {
+    const v1::GenerateRequest& request, const Deadline& deadline) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (draining_) return absl::UnavailableError("server is draining; not admitting requests");
@@ -111,6 +113,13 @@ absl::StatusOr<std::shared_ptr<RequestStream>> Engine::Submit(
   if (!req.ok()) return req.status();
   auto a = std::make_unique<Active>(std::move(*req), model_->tokenizer());
   a->submit_us = NowUs();
+  if (deadline.at != absl::InfiniteFuture()) {
+    const absl::Duration left = deadline.at - absl::Now();
+    a->deadline_us = left < absl::Hours(24 * 365)
+                         ? a->submit_us + absl::ToInt64Microseconds(left)
+                         : INT64_MAX;
+    a->deadline_source = deadline.source;
+  }
   std::shared_ptr<RequestStream> stream;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -216,6 +225,21 @@ void Engine::Loop() {
     }
     for (int64_t id : aborts) {
       if (active_.count(id)) FinishActive(id, v1::FINISH_REASON_ABORT);
+    }
+    // past their deadline, queued or running: ended here, so their pages come back even when
+    // the client never reads again.
+    const int64_t now_us = NowUs();
+    std::vector<int64_t> expired;
+    for (auto& [id, a] : active_) {
+      if (a->deadline_us <= now_us) expired.push_back(id);
+    }
+    for (int64_t id : expired) {
+      const Active& a = *active_.at(id);
+      FinishActive(id, v1::FINISH_REASON_ABORT,
+                   absl::DeadlineExceededError(absl::StrCat(
+                       "deadline: the request ran past ", a.deadline_source, " (",
+                       (a.deadline_us - a.submit_us) / 1000, " ms after arrival; ",
+                       a.seq->num_generated(), " tokens generated)")));
     }
     if (stopping && active_.empty()) {
       PublishState();
@@ -359,7 +383,7 @@ bool Engine::HandleToken(Active& a, const SampledToken& tok, int64_t now_us) {
   return reason.has_value();
 }
 
-void Engine::FinishActive(int64_t id, v1::FinishReason reason) {
+void Engine::FinishActive(int64_t id, v1::FinishReason reason, const absl::Status& failure) {
   auto it = active_.find(id);
   if (it == active_.end()) return;
   Active& a = *it->second;
@@ -385,9 +409,11 @@ void Engine::FinishActive(int64_t id, v1::FinishReason reason) {
     usage.set_queue_time_seconds((a.first_scheduled_us - a.submit_us) * 1e-6);
   }
   scheduler_.Release(id);
-  if (metrics_) {
+  if (metrics_ && failure.ok()) {
     metrics_->IncSuccess(ReasonName(reason));
     metrics_->ObserveE2e((NowUs() - a.submit_us) * 1e-6);
+  } else if (metrics_) {
+    metrics_->IncError("DEADLINE_EXCEEDED");  // the only failure ended here
   }
   std::shared_ptr<RequestStream> stream = a.stream;
   {
@@ -396,7 +422,11 @@ void Engine::FinishActive(int64_t id, v1::FinishReason reason) {
     --snapshot_.num_active;
   }
   active_.erase(it);
-  stream->Finish(reason, usage);
+  if (failure.ok()) {
+    stream->Finish(reason, usage);
+  } else {
+    stream->Fail(failure);
+  }
 }
 
 void Engine::PublishState() {

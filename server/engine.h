@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "proto/vqserve.pb.h"
 #include "runtime/kv/kv_cache.h"
 #include "runtime/model/llama_model.h"
@@ -30,6 +31,13 @@ struct EngineOptions {
   int default_max_tokens = 256;
   size_t kv_memory_bytes = 0;   // the budget the pools were sized from (reported only)
   std::string device = "cpu";
+};
+
+// when a request must end (DEADLINE_EXCEEDED, its pages freed at the next step) and what set
+// the time (named in the status message).
+struct Deadline {
+  absl::Time at = absl::InfiniteFuture();
+  std::string source;
 };
 
 // a consistent view of the engine for health checks, tests and GetModelInfo.
@@ -61,8 +69,10 @@ class Engine {
 
   void Start();
   // validates and tokenizes; INVALID_ARGUMENT naming the field, RESOURCE_EXHAUSTED past the
-  // queue bound, UNAVAILABLE while draining, ALREADY_EXISTS for a request_id in use.
-  absl::StatusOr<std::shared_ptr<RequestStream>> Submit(const v1::GenerateRequest& request);
+  // queue bound, UNAVAILABLE while draining, ALREADY_EXISTS for a request_id in use. past
+  // `deadline` the request ends with DEADLINE_EXCEEDED wherever it is (queued or running).
+  absl::StatusOr<std::shared_ptr<RequestStream>> Submit(const v1::GenerateRequest& request,
+                                                        const Deadline& deadline = {});
   // aborts by request_id (pages freed at the engine's next step); false when unknown.
   bool Abort(const std::string& request_id);
   // aborts by engine id (client gone).
@@ -88,7 +98,9 @@ class Engine {
   void Step();
   // handles one sampled token; returns true when the request finished.
   bool HandleToken(Active& a, const SampledToken& tok, int64_t now_us);
-  void FinishActive(int64_t id, v1::FinishReason reason);
+  // ends a request: its final message, or `failure` as the call's status when not ok.
+  void FinishActive(int64_t id, v1::FinishReason reason,
+                    const absl::Status& failure = absl::OkStatus());
   void PublishState();
 
   LlamaModel* model_;

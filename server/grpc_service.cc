@@ -1,7 +1,10 @@
 #include "server/grpc_service.h"
 
 #include <chrono>
+#include <functional>
 #include <mutex>
+
+#include "absl/strings/str_cat.h"
 
 #include "server/request_validation.h"
 
@@ -24,11 +27,13 @@ const char* CodeName(grpc::StatusCode code) {
 }
 
 // streams one request's output: one write in flight, the next started from OnWriteDone or
-// from the engine's listener; Finish exactly once; OnDone deletes.
+// from the engine's listener; Finish exactly once; OnDone deletes. `on_end` (the client's
+// stream slot) runs once, before Finish, so the client sees its status after the slot is free.
 class GenerateReactor : public grpc::ServerWriteReactor<v1::GenerateResponse> {
  public:
-  GenerateReactor(Engine* engine, std::shared_ptr<RequestStream> stream)
-      : engine_(engine), stream_(std::move(stream)) {
+  GenerateReactor(Engine* engine, std::shared_ptr<RequestStream> stream,
+                  std::function<void()> on_end)
+      : engine_(engine), stream_(std::move(stream)), on_end_(std::move(on_end)) {
     stream_->SetListener([this] { Pump(); });
     Pump();
   }
@@ -60,6 +65,7 @@ class GenerateReactor : public grpc::ServerWriteReactor<v1::GenerateResponse> {
   }
 
   void OnDone() override {
+    RunOnEnd();
     if (stream_ != nullptr) {
       stream_->SetListener(nullptr);
       if (!stream_->done()) {
@@ -100,11 +106,24 @@ class GenerateReactor : public grpc::ServerWriteReactor<v1::GenerateResponse> {
       }
     }
     if (action == kWrite) StartWrite(&msg_);
-    if (action == kFinish) Finish(status);
+    if (action == kFinish) {
+      RunOnEnd();
+      Finish(status);
+    }
+  }
+
+  void RunOnEnd() {
+    std::function<void()> f;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      f.swap(on_end_);
+    }
+    if (f) f();
   }
 
   Engine* engine_;
   std::shared_ptr<RequestStream> stream_;
+  std::function<void()> on_end_;  // guarded by mu_
   std::mutex mu_;
   bool writing_ = false;
   bool finished_ = false;
@@ -129,6 +148,35 @@ void InferenceService::CountError(const grpc::Status& status) const {
   if (metrics_ != nullptr && !status.ok()) metrics_->IncError(CodeName(status.error_code()));
 }
 
+std::string InferenceService::ClientOf(grpc::CallbackServerContext* context,
+                                       std::string* label) const {
+  if (auth_ != nullptr && auth_->enabled()) {
+    *label = "this api key";
+    return "key:" + ApiKeyAuth::PresentedKey(context->client_metadata());
+  }
+  std::string host = PeerHost(context->peer());
+  *label = "client " + host;
+  return "peer:" + host;
+}
+
+Deadline InferenceService::DeadlineOf(grpc::CallbackServerContext* context) const {
+  Deadline d;
+  if (limits_.max_request_time != absl::InfiniteDuration()) {
+    d.at = absl::Now() + limits_.max_request_time;
+    d.source = absl::StrCat("the server's limit of ",
+                            absl::ToDoubleSeconds(limits_.max_request_time),
+                            " s a request (--max-request-seconds)");
+  }
+  if (context->deadline() != std::chrono::system_clock::time_point::max()) {
+    absl::Time client = absl::FromChrono(context->deadline());
+    if (client < d.at) {
+      d.at = client;
+      d.source = "the client's deadline";
+    }
+  }
+  return d;
+}
+
 grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceService::Generate(
     grpc::CallbackServerContext* context, const v1::GenerateRequest* request) {
   grpc::Status auth = Authorize(context);
@@ -141,13 +189,23 @@ grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceService::Generate(
     CountError(st);
     return new GenerateReactor(st);
   }
-  absl::StatusOr<std::shared_ptr<RequestStream>> stream = engine_->Submit(*request);
+  std::string label;
+  const std::string client = ClientOf(context, &label);
+  if (absl::Status slot = streams_.Acquire(client, label); !slot.ok()) {
+    grpc::Status st = ToGrpcStatus(slot);
+    CountError(st);
+    return new GenerateReactor(st);
+  }
+  absl::StatusOr<std::shared_ptr<RequestStream>> stream =
+      engine_->Submit(*request, DeadlineOf(context));
   if (!stream.ok()) {
+    streams_.Release(client);
     grpc::Status st = ToGrpcStatus(stream.status());
     CountError(st);
     return new GenerateReactor(st);
   }
-  return new GenerateReactor(engine_, std::move(*stream));
+  return new GenerateReactor(engine_, std::move(*stream),
+                             [this, client] { streams_.Release(client); });
 }
 
 grpc::ServerUnaryReactor* InferenceService::GetModelInfo(grpc::CallbackServerContext* context,

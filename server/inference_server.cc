@@ -40,7 +40,8 @@ absl::StatusOr<std::unique_ptr<InferenceServer>> InferenceServer::Start(Engine* 
   std::unique_ptr<InferenceServer> s(new InferenceServer());
   s->engine_ = engine;
   s->options_ = std::move(options);
-  s->service_ = std::make_unique<InferenceService>(engine, &s->options_.auth, metrics);
+  s->service_ = std::make_unique<InferenceService>(engine, &s->options_.auth, metrics,
+                                                   s->options_.limits);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -59,8 +60,8 @@ absl::StatusOr<std::unique_ptr<InferenceServer>> InferenceServer::Start(Engine* 
   grpc::ServerBuilder builder;
   builder.AddListeningPort(absl::StrCat(o.host, ":", o.port), creds, &s->port_);
   builder.RegisterService(s->service_.get());
-  builder.SetMaxReceiveMessageSize(o.max_message_bytes);
-  builder.SetMaxSendMessageSize(o.max_message_bytes);
+  builder.SetMaxReceiveMessageSize(o.max_request_bytes);
+  builder.SetMaxSendMessageSize(o.max_response_bytes);
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", o.host, ":", o.port));

@@ -1,5 +1,5 @@
 // the grpc server around an engine: inference service, grpc.health.v1, reflection, optional
-// tls and api keys, message size limits, and the sigterm drain.
+// tls and api keys, message size and per-client limits, and the sigterm drain.
 #ifndef VQSERVE_SERVER_INFERENCE_SERVER_H_
 #define VQSERVE_SERVER_INFERENCE_SERVER_H_
 
@@ -23,7 +23,9 @@ struct ServerOptions {
   std::string tls_cert_pem;          // both set: tls; both empty: plaintext
   std::string tls_key_pem;
   ApiKeyAuth auth;                   // no keys: no authentication
-  int max_message_bytes = 4 << 20;   // requests and responses
+  int max_request_bytes = 4 << 20;   // largest request message (grpc answers RESOURCE_EXHAUSTED)
+  int max_response_bytes = 4 << 20;  // largest response message
+  CallLimits limits;                 // streams per client, server-side request deadline
 };
 
 class InferenceServer {
@@ -35,6 +37,7 @@ class InferenceServer {
   ~InferenceServer();  // shuts down at once if Drain was not called
 
   int port() const { return port_; }
+  const InferenceService& service() const { return *service_; }
   // health NOT_SERVING, admission stops, in-flight requests get `timeout` to finish, then are
   // aborted; then the grpc server shuts down. returns the number of requests aborted.
   int Drain(absl::Duration timeout);

@@ -33,7 +33,9 @@ constexpr char kUsage[] =
     "         [--kv-sink-tokens N (first tokens kept fp16, rounded down to pages; default 32)]\n"
     "         [--tls-cert F --tls-key F] [--api-keys-file F] [--max-num-seqs N]\n"
     "         [--max-batched-tokens N] [--max-model-len N] [--max-waiting N]\n"
-    "         [--default-max-tokens N] [--threads N]\n";
+    "         [--default-max-tokens N] [--threads N]\n"
+    "         [--max-streams-per-client N (0: no bound; the client is its api key, else its\n"
+    "           address)] [--max-request-seconds S (0: none)] [--max-request-bytes BYTES]\n";
 
 struct ServeFlags {
   std::string model;
@@ -54,6 +56,9 @@ struct ServeFlags {
   int max_waiting = 1024;
   int default_max_tokens = 256;
   int threads = 0;
+  int max_streams_per_client = 0;
+  double max_request_seconds = 0;
+  size_t max_request_bytes = size_t{4} << 20;
 };
 
 bool ParseBytes(const std::string& s, size_t* out) {
@@ -106,6 +111,13 @@ bool ParseFlags(int argc, char** argv, ServeFlags* f) {
     else if (a == "--max-waiting") ok = absl::SimpleAtoi(v, &f->max_waiting);
     else if (a == "--default-max-tokens") ok = absl::SimpleAtoi(v, &f->default_max_tokens);
     else if (a == "--threads") ok = absl::SimpleAtoi(v, &f->threads);
+    else if (a == "--max-streams-per-client")
+      ok = absl::SimpleAtoi(v, &f->max_streams_per_client) && f->max_streams_per_client >= 0;
+    else if (a == "--max-request-seconds")
+      ok = absl::SimpleAtod(v, &f->max_request_seconds) && f->max_request_seconds >= 0;
+    else if (a == "--max-request-bytes")
+      ok = ParseBytes(v, &f->max_request_bytes) && f->max_request_bytes > 0 &&
+           f->max_request_bytes <= (size_t{1} << 30);
     else {
       std::fprintf(stderr, "vqserve serve: unknown flag %s\n%s", a.c_str(), kUsage);
       return false;
@@ -215,6 +227,11 @@ int RunServe(int argc, char** argv) {
   ServerOptions so;
   so.host = flags.host;
   so.port = flags.port;
+  so.max_request_bytes = static_cast<int>(flags.max_request_bytes);
+  so.limits.max_streams_per_client = flags.max_streams_per_client;
+  if (flags.max_request_seconds > 0) {
+    so.limits.max_request_time = absl::Seconds(flags.max_request_seconds);
+  }
   if (!flags.tls_cert.empty()) {
     absl::StatusOr<std::string> cert = ReadFileToString(flags.tls_cert);
     if (!cert.ok()) return Fail(cert.status());
