@@ -23,6 +23,11 @@ struct Sequence {
   int slot = -1;                // residual ring index in its pool, -1 when none held
   SequenceStatus status = SequenceStatus::kWaiting;
   int num_preemptions = 0;
+  // prefix caching: BlockHash of each full page of tokens (filled as needed), the blocks of its
+  // table already offered to the prefix cache, and the tokens its latest admission took from it.
+  std::vector<uint64_t> block_hashes;
+  int prefix_blocks = 0;
+  int num_cached_tokens = 0;
 
   int num_tokens() const { return static_cast<int>(tokens.size()); }
   int num_generated() const { return num_tokens() - num_prompt_tokens; }
