@@ -27,6 +27,27 @@ const char* ReasonName(v1::FinishReason r) {
   }
 }
 
+// the scheduler over the caches' pools: one shared memory when the options give one.
+Scheduler MakeScheduler(const EngineOptions& options,
+                        const std::vector<std::unique_ptr<KvCache>>& caches) {
+  std::vector<PagePoolConfig> pools;
+  for (const auto& c : caches) {
+    PagePoolConfig p;
+    p.codec = c->spec().codec;
+    p.num_pages = c->num_pages();
+    p.num_slots = c->num_slots();
+    p.page_tokens = c->spec().page_tokens;
+    p.residual_tokens = c->spec().residual_tokens;
+    p.page_bytes = c->spec().page_bytes;
+    p.slot_bytes = c->spec().slot_bytes;
+    pools.push_back(p);
+  }
+  if (options.shared_memory.num_chunks > 0) {
+    return Scheduler(options.scheduler, std::move(pools), options.shared_memory);
+  }
+  return Scheduler(options.scheduler, std::move(pools));
+}
+
 }  // namespace
 
 // one request in flight, owned by the engine thread.
@@ -52,19 +73,7 @@ Engine::Engine(LlamaModel* model, std::vector<std::unique_ptr<KvCache>> caches,
       caches_(std::move(caches)),
       options_(options),
       metrics_(metrics),
-      scheduler_(options.scheduler, [&] {
-        std::vector<PagePoolConfig> pools;
-        for (const auto& c : caches_) {
-          PagePoolConfig p;
-          p.codec = c->spec().codec;
-          p.num_pages = c->num_pages();
-          p.num_slots = c->num_slots();
-          p.page_tokens = c->spec().page_tokens;
-          p.residual_tokens = c->spec().residual_tokens;
-          pools.push_back(p);
-        }
-        return pools;
-      }()) {
+      scheduler_(MakeScheduler(options, caches_)) {
   const ModelConfig& cfg = model_->config();
   limits_.max_model_len = std::min(options.scheduler.max_model_len, cfg.context_length);
   limits_.vocab_size = model_->tokenizer().vocab_size();
@@ -76,8 +85,9 @@ Engine::Engine(LlamaModel* model, std::vector<std::unique_ptr<KvCache>> caches,
   fp16_bytes_per_token_ = 2.0 * 2.0 * cfg.num_layers * cfg.num_kv_heads * cfg.head_dim;
   snapshot_.pools.resize(caches_.size());
   for (size_t i = 0; i < caches_.size(); ++i) {
-    snapshot_.pools[i] = {limits_.codecs[i], caches_[i]->num_pages(), caches_[i]->num_pages(),
-                          caches_[i]->num_slots(), caches_[i]->num_slots()};
+    const int p = static_cast<int>(i);
+    snapshot_.pools[i] = {limits_.codecs[i], scheduler_.pages_free(p), scheduler_.pages_total(p),
+                          scheduler_.slots_free(p), scheduler_.slots_total(p)};
     if (metrics_) {
       metrics_->SetCacheConfig(caches_[i]->spec().page_tokens, limits_.codecs[i],
                                caches_[i]->spec().residual_tokens);
@@ -278,6 +288,8 @@ void Engine::Step() {
     cv_.wait_for(lock, std::chrono::milliseconds(5));
     return;
   }
+  // prefix hits start from a cached ring snapshot: copied in before the step writes the ring.
+  for (const SlotCopy& c : out.restores) caches_[c.pool]->CopySlot(c.from, c.to);
   const int64_t start_us = NowUs();
   std::vector<ForwardSeq> batch;
   batch.reserve(out.seqs.size());
@@ -314,7 +326,16 @@ void Engine::Step() {
     sampled.push_back(a.sampler.Sample(lg, s.seq->tokens));
     sampled_ids.push_back(sampled.back().id);
   }
-  scheduler_.Postprocess(out, sampled_ids);
+  // ring snapshots for the prefix cache, before any finished sequence's slot is released.
+  for (const SlotCopy& c : scheduler_.Postprocess(out, sampled_ids)) {
+    caches_[c.pool]->CopySlot(c.from, c.to);
+  }
+  if (metrics_) {
+    metrics_->AddPrefixCache(scheduler_.prefix_queries() - prefix_queries_seen_,
+                             scheduler_.prefix_hits() - prefix_hits_seen_);
+  }
+  prefix_queries_seen_ = scheduler_.prefix_queries();
+  prefix_hits_seen_ = scheduler_.prefix_hits();
 
   const int64_t now = NowUs();
   size_t k = 0;
@@ -394,6 +415,7 @@ void Engine::FinishActive(int64_t id, v1::FinishReason reason, const absl::Statu
   usage.set_completion_tokens(seq.num_generated());
   usage.set_kv_codec(a.req.codec);
   usage.set_num_preemptions(seq.num_preemptions);
+  usage.set_cached_prompt_tokens(seq.num_cached_tokens);
   // the request's own kv: its pages and the tokens it holds in its fp16 ring (not the whole
   // preallocated ring).
   const int cached = seq.num_computed;
@@ -431,20 +453,46 @@ void Engine::FinishActive(int64_t id, v1::FinishReason reason, const absl::Statu
 
 void Engine::PublishState() {
   std::vector<double> bytes(caches_.size(), 0.0), fp16(caches_.size(), 0.0);
+  std::vector<int> seqs(caches_.size(), 0);
   for (const auto& [id, a] : active_) {
     const Sequence& seq = *a->seq;
     const KvCacheSpec& spec = caches_[seq.pool]->spec();
     bytes[seq.pool] += seq.block_table.size() * spec.page_bytes +
                        (seq.slot >= 0 ? spec.slot_bytes : 0);
     fp16[seq.pool] += seq.num_computed * fp16_bytes_per_token_;
+    seqs[seq.pool] += seq.slot >= 0;
   }
   std::lock_guard<std::mutex> lock(mu_);
+  int64_t in_use = 0;
   for (size_t i = 0; i < caches_.size(); ++i) {
     auto& p = snapshot_.pools[i];
-    p.pages_free = scheduler_.pages_free(static_cast<int>(i));
-    p.pages_total = scheduler_.pages_total(static_cast<int>(i));
-    p.slots_free = scheduler_.slots_free(static_cast<int>(i));
-    if (metrics_) metrics_->SetKvState(p.codec, bytes[i], fp16[i], p.pages_free, p.pages_total);
+    const int pool = static_cast<int>(i);
+    p.pages_free = scheduler_.pages_free(pool);
+    p.pages_total = scheduler_.pages_total(pool);
+    p.slots_free = scheduler_.slots_free(pool);
+    p.slots_total = scheduler_.slots_total(pool);
+    p.memory_bytes = static_cast<int64_t>(scheduler_.bytes_lent(pool));
+    p.num_sequences = seqs[i];
+    const KvCacheSpec& spec = caches_[i]->spec();
+    const int evictable = scheduler_.prefix_evictable_pages(pool);
+    const int snapshots = scheduler_.prefix_snapshots(pool);
+    p.pages_in_use = scheduler_.pages_used(pool) - evictable;
+    p.slots_in_use = scheduler_.slots_used(pool) - snapshots;
+    p.cached_bytes = static_cast<int64_t>(evictable * spec.page_bytes + snapshots * spec.slot_bytes);
+    in_use += static_cast<int64_t>(p.pages_in_use * spec.page_bytes +
+                                   p.slots_in_use * spec.slot_bytes);
+    if (metrics_) {
+      metrics_->SetKvState(KvCodecState{p.codec, bytes[i], fp16[i], p.pages_free, p.pages_total,
+                                        static_cast<double>(p.memory_bytes)});
+      metrics_->SetPrefixCacheBytes(p.codec, static_cast<double>(p.cached_bytes));
+    }
+  }
+  snapshot_.memory_total = static_cast<int64_t>(scheduler_.shared_bytes_total());
+  snapshot_.memory_free = static_cast<int64_t>(scheduler_.shared_bytes_free());
+  snapshot_.memory_in_use = in_use;
+  if (metrics_ && snapshot_.memory_total > 0) {
+    metrics_->SetKvMemory(static_cast<double>(snapshot_.memory_total),
+                          static_cast<double>(in_use));
   }
   snapshot_.num_waiting = scheduler_.num_waiting();
   snapshot_.num_running = scheduler_.num_running();
@@ -473,21 +521,31 @@ v1::ModelInfo Engine::ModelInfo() const {
   info.set_max_batched_tokens(options_.scheduler.max_batched_tokens);
   info.set_device(options_.device);
   const double values_per_token = 2.0 * cfg.num_layers * cfg.num_kv_heads * cfg.head_dim;
-  for (const auto& c : caches_) {
-    const KvCacheSpec& s = c->spec();
+  const EngineSnapshot snap = Snapshot();
+  info.set_kv_memory_shared_bytes(snap.memory_total);
+  info.set_kv_memory_free_bytes(snap.memory_free);
+  info.set_kv_chunk_bytes(static_cast<int64_t>(options_.shared_memory.chunk_bytes));
+  for (size_t i = 0; i < caches_.size(); ++i) {
+    const KvCacheSpec& s = caches_[i]->spec();
+    const EngineSnapshot::Pool& p = snap.pools[i];
     v1::CodecInfo* ci = info.add_codecs();
     ci->set_name(s.codec);
     ci->set_bits_per_value(s.bytes_per_token * 8.0 / values_per_token);
     ci->set_page_tokens(s.page_tokens);
     ci->set_residual_tokens(s.residual_tokens);
     ci->set_page_bytes(static_cast<int64_t>(s.page_bytes));
-    ci->set_num_pages(c->num_pages());
-    ci->set_num_slots(c->num_slots());
-    ci->set_kv_capacity_tokens(static_cast<int64_t>(c->num_pages()) * s.page_tokens);
-    ci->set_kv_capacity_bytes(static_cast<int64_t>(s.page_bytes * c->num_pages() +
-                                                   s.slot_bytes * c->num_slots() + s.fixed_bytes));
+    ci->set_num_pages(p.pages_total);
+    ci->set_num_slots(p.slots_total);
+    ci->set_kv_capacity_tokens(static_cast<int64_t>(p.pages_total) * s.page_tokens);
+    ci->set_kv_capacity_bytes(
+        snap.memory_total > 0
+            ? snap.memory_total + static_cast<int64_t>(s.fixed_bytes)
+            : static_cast<int64_t>(s.page_bytes * p.pages_total + s.slot_bytes * p.slots_total +
+                                   s.fixed_bytes));
     ci->set_compression_ratio(s.bytes_per_token > 0 ? fp16_bytes_per_token_ / s.bytes_per_token
                                                     : 1.0);
+    ci->set_kv_memory_used_bytes(p.memory_bytes);
+    ci->set_num_sequences(p.num_sequences);
   }
   return info;
 }

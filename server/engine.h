@@ -30,6 +30,9 @@ struct EngineOptions {
   std::string default_codec;    // must be one of the caches' codecs
   int default_max_tokens = 256;
   size_t kv_memory_bytes = 0;   // the budget the pools were sized from (reported only)
+  // the memory every cache shares (MakeKvPools); num_chunks 0: each cache's own pages and
+  // slots (tests that build caches by hand).
+  SharedKvMemory shared_memory;
   std::string device = "cpu";
 };
 
@@ -48,8 +51,16 @@ struct EngineSnapshot {
     int pages_total = 0;
     int slots_free = 0;
     int slots_total = 0;
+    int64_t memory_bytes = 0;  // of the shared memory, lent to this codec
+    int num_sequences = 0;     // holding kv
+    int pages_in_use = 0;      // held by sequences (not only by the prefix cache)
+    int slots_in_use = 0;      // residual rings of sequences
+    int64_t cached_bytes = 0;  // held only by the prefix cache (reclaimable)
   };
   std::vector<Pool> pools;
+  int64_t memory_total = 0;  // shared memory bytes (0 without)
+  int64_t memory_free = 0;
+  int64_t memory_in_use = 0;  // bytes sequences hold
   int num_active = 0;     // submitted and not finished
   int num_waiting = 0;
   int num_running = 0;
@@ -110,6 +121,7 @@ class Engine {
   RequestLimits limits_;
   Scheduler scheduler_;
   double fp16_bytes_per_token_ = 0;
+  int64_t prefix_queries_seen_ = 0, prefix_hits_seen_ = 0;
 
   // engine-thread state.
   std::map<int64_t, std::unique_ptr<Active>> active_;

@@ -1,5 +1,5 @@
-// sizes and builds the paged kv caches (one pool per codec) from a byte budget, in host memory
-// (PagedKvCache) or wherever a cache maker puts them (CudaKvCache for --device cuda).
+// builds the paged kv caches of the served codecs over one kv memory budget that they share:
+// host memory (PagedKvCache) or wherever the makers put it (CudaKvCache for --device cuda).
 #ifndef VQSERVE_SERVER_KV_POOLS_H_
 #define VQSERVE_SERVER_KV_POOLS_H_
 
@@ -12,30 +12,49 @@
 #include "absl/status/statusor.h"
 #include "runtime/kv/kv_cache.h"
 #include "runtime/kv/kv_codec.h"
+#include "scheduler/scheduler.h"
 
 namespace vqserve {
 
 // makes a codec by name (e.g. from the codec factory with the deployment's codebooks).
 using CodecMaker = std::function<absl::StatusOr<std::unique_ptr<KvCodec>>(const std::string&)>;
 
-// makes the cache of codec `name` with `num_pages` pages and `num_slots` residual rings.
+// makes the cache of codec `name` with `num_pages` pages and `num_slots` residual rings of its
+// own (a one-page probe gives a codec's sizes; tools and tests size caches this way).
 using KvCacheMaker = std::function<absl::StatusOr<std::unique_ptr<KvCache>>(
     const std::string& name, int num_pages, int num_slots)>;
+
+// what the shared pools are made with: a probe, the shared memory, a cache over it.
+struct KvCacheMakers {
+  KvCacheMaker probe;
+  std::function<absl::StatusOr<std::shared_ptr<KvMemory>>(size_t bytes)> memory;
+  std::function<absl::StatusOr<std::unique_ptr<KvCache>>(const std::string& name,
+                                                         std::shared_ptr<const KvMemory>)>
+      over;
+};
 
 // host caches (PagedKvCache) over the codecs of `make`, each keeping its first `sink_tokens`
 // tokens in fp16 (the attention sink; PagedKvCache rounds it to pages).
 KvCacheMaker HostKvCacheMaker(CodecMaker make, int sink_tokens = 0);
+KvCacheMakers HostKvCacheMakers(CodecMaker make, int sink_tokens = 0);
 
-// one cache per codec; `kv_memory_bytes` is split evenly among them and each pool gets
-// `num_slots` residual rings plus as many pages as the rest of its share holds. fails (naming
-// the codec) when a share cannot hold the rings and `min_pages` pages.
-absl::StatusOr<std::vector<std::unique_ptr<KvCache>>> MakeKvPools(
-    const std::vector<std::string>& codecs, const CodecMaker& make, size_t kv_memory_bytes,
-    int num_slots, int min_pages = 1);
-// the same with caches from `make` (a one-page probe of each codec gives its sizes).
-absl::StatusOr<std::vector<std::unique_ptr<KvCache>>> MakeKvPools(
-    const std::vector<std::string>& codecs, const KvCacheMaker& make, size_t kv_memory_bytes,
-    int num_slots, int min_pages = 1);
+// the caches of every served codec over one memory, and how the scheduler lends it.
+struct KvPools {
+  std::vector<std::unique_ptr<KvCache>> caches;  // pool i = caches[i]
+  SharedKvMemory memory;
+  size_t fixed_bytes = 0;  // codebooks and other per-codec constants, outside the memory
+};
+
+// the bytes one chunk of the shared memory has for these specs: twice the largest residual
+// ring (with its sink) and at least four of the largest pages, rounded up to 4 KiB.
+size_t KvChunkBytes(const std::vector<KvCacheSpec>& specs);
+
+// one cache per codec over one memory of `kv_memory_bytes` less the codecs' constants, cut
+// into chunks of KvChunkBytes: any codec's pages and residual rings may use any free chunk
+// (the scheduler lends them on admission). fails when the budget holds fewer than two chunks
+// (one for a sequence's ring, one for its pages).
+absl::StatusOr<KvPools> MakeKvPools(const std::vector<std::string>& codecs,
+                                    const KvCacheMakers& make, size_t kv_memory_bytes);
 
 }  // namespace vqserve
 

@@ -40,7 +40,21 @@ ServerMetrics::ServerMetrics(MetricsRegistry& r) {
       p + "kv_compression_ratio",
       "fp16-equivalent KV bytes divided by KV bytes held (1 when nothing is held).", {"codec"});
   kv_pages_free_ = &r.AddGauge(p + "kv_pages_free", "Free KV cache pages.", {"codec"});
-  kv_pages_total_ = &r.AddGauge(p + "kv_pages_total", "Total KV cache pages.", {"codec"});
+  kv_pages_total_ = &r.AddGauge(
+      p + "kv_pages_total", "KV cache pages the codec could hold with all KV memory.", {"codec"});
+  kv_memory_bytes_ = &r.AddGauge(p + "kv_memory_bytes",
+                                 "The one KV memory budget every codec shares (bytes).");
+  kv_memory_used_bytes_ = &r.AddGauge(
+      p + "kv_memory_used_bytes",
+      "Bytes of the shared KV memory lent to the codec (pages and residual rings).", {"codec"});
+  prefix_queries_ = &r.AddCounter(p + "prefix_cache_queries_total",
+                                  "Prompt tokens looked up in the prefix cache at admission.");
+  prefix_hits_ = &r.AddCounter(p + "prefix_cache_hits_total",
+                               "Prompt tokens found in the prefix cache (not computed).");
+  prefix_bytes_ = &r.AddGauge(
+      p + "prefix_cache_bytes",
+      "KV bytes only the prefix cache holds (unreferenced pages, ring snapshots; reclaimable).",
+      {"codec"});
   cache_config_info_ =
       &r.AddGauge(p + "cache_config_info", "KV cache configuration (value is always 1).",
                   {"page_size", "codec", "residual"});
@@ -75,6 +89,8 @@ ServerMetrics::ServerMetrics(MetricsRegistry& r) {
   prompt_tokens_->Get();
   generation_tokens_->Get();
   preemptions_->Get();
+  prefix_queries_->Get();
+  prefix_hits_->Get();
 }
 
 void ServerMetrics::SetRequestsRunning(int64_t n) { requests_running_->Get().Set(n); }
@@ -89,8 +105,10 @@ void ServerMetrics::SetKvState(const KvCodecState& s) {
       s.bytes_in_use > 0 ? s.fp16_equivalent_bytes / s.bytes_in_use : 1.0);
   kv_pages_free_->WithLabels(codec).Set(static_cast<double>(s.pages_free));
   kv_pages_total_->WithLabels(codec).Set(static_cast<double>(s.pages_total));
+  kv_memory_used_bytes_->WithLabels(codec).Set(s.memory_bytes);
 
   std::lock_guard<std::mutex> lock(kv_mu_);
+  if (shared_memory_) return;  // usage is the shared memory's (SetKvMemory)
   kv_by_codec_[s.codec] = KvTotals{s.bytes_in_use, s.fp16_equivalent_bytes, s.pages_free,
                                    s.pages_total};
   int64_t used = 0, total = 0;
@@ -106,6 +124,22 @@ void ServerMetrics::SetKvState(std::string_view codec, double bytes_in_use,
                                int64_t pages_total) {
   SetKvState(KvCodecState{std::string(codec), bytes_in_use, fp16_equivalent_bytes, pages_free,
                           pages_total});
+}
+
+void ServerMetrics::SetKvMemory(double total_bytes, double in_use_bytes) {
+  kv_memory_bytes_->Get().Set(total_bytes);
+  std::lock_guard<std::mutex> lock(kv_mu_);
+  shared_memory_ = true;
+  kv_cache_usage_perc_->Get().Set(total_bytes > 0 ? in_use_bytes / total_bytes : 0.0);
+}
+
+void ServerMetrics::AddPrefixCache(int64_t queried_tokens, int64_t hit_tokens) {
+  if (queried_tokens > 0) prefix_queries_->Get().Inc(static_cast<double>(queried_tokens));
+  if (hit_tokens > 0) prefix_hits_->Get().Inc(static_cast<double>(hit_tokens));
+}
+
+void ServerMetrics::SetPrefixCacheBytes(std::string_view codec, double bytes) {
+  prefix_bytes_->WithLabels({std::string(codec)}).Set(bytes);
 }
 
 void ServerMetrics::SetCacheConfig(int64_t page_size, std::string_view codec, int64_t residual) {

@@ -20,6 +20,7 @@ struct KvCodecState {
   double fp16_equivalent_bytes = 0;  // what the same tokens would take as fp16 k and v
   int64_t pages_free = 0;
   int64_t pages_total = 0;
+  double memory_bytes = 0;         // bytes of the shared kv memory lent to this codec
 };
 
 class ServerMetrics {
@@ -37,6 +38,13 @@ class ServerMetrics {
   // convenience form of the above.
   void SetKvState(std::string_view codec, double bytes_in_use, double fp16_equivalent_bytes,
                   int64_t pages_free, int64_t pages_total);
+  // the shared kv memory: its bytes and those sequences hold (pages and rings; what only the
+  // prefix cache holds is reclaimable and not counted); from then on kv_cache_usage_perc is
+  // the fraction in use.
+  void SetKvMemory(double total_bytes, double in_use_bytes);
+  // prefix cache: prompt tokens looked up and found (counters), bytes cached per codec.
+  void AddPrefixCache(int64_t queried_tokens, int64_t hit_tokens);
+  void SetPrefixCacheBytes(std::string_view codec, double bytes);
   // info gauge cache_config_info{page_size,codec,residual} = 1 (call once per pool at start-up).
   void SetCacheConfig(int64_t page_size, std::string_view codec, int64_t residual);
   void IncPreemptions(int64_t n = 1);
@@ -67,6 +75,11 @@ class ServerMetrics {
   Family<Gauge>& kv_compression_ratio() { return *kv_compression_ratio_; }
   Family<Gauge>& kv_pages_free() { return *kv_pages_free_; }
   Family<Gauge>& kv_pages_total() { return *kv_pages_total_; }
+  Family<Gauge>& kv_memory_bytes() { return *kv_memory_bytes_; }
+  Family<Gauge>& kv_memory_used_bytes() { return *kv_memory_used_bytes_; }
+  Family<Counter>& prefix_cache_queries_total() { return *prefix_queries_; }
+  Family<Counter>& prefix_cache_hits_total() { return *prefix_hits_; }
+  Family<Gauge>& prefix_cache_bytes() { return *prefix_bytes_; }
   Family<Gauge>& cache_config_info() { return *cache_config_info_; }
   Family<Histogram>& time_to_first_token_seconds() { return *ttft_; }
   Family<Histogram>& inter_token_latency_seconds() { return *itl_; }
@@ -88,6 +101,11 @@ class ServerMetrics {
   Family<Gauge>* kv_compression_ratio_;
   Family<Gauge>* kv_pages_free_;
   Family<Gauge>* kv_pages_total_;
+  Family<Gauge>* kv_memory_bytes_;
+  Family<Gauge>* kv_memory_used_bytes_;
+  Family<Counter>* prefix_queries_;
+  Family<Counter>* prefix_hits_;
+  Family<Gauge>* prefix_bytes_;
   Family<Gauge>* cache_config_info_;
   Family<Histogram>* ttft_;
   Family<Histogram>* itl_;
@@ -105,6 +123,7 @@ class ServerMetrics {
     int64_t free = 0, total = 0;
   };
   std::map<std::string, KvTotals> kv_by_codec_;
+  bool shared_memory_ = false;  // SetKvMemory was called: usage is the shared memory's
 };
 
 }  // namespace vqserve

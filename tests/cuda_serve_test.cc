@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "runtime/kv/codebook_file.h"
+#include "runtime/cuda/cuda_backend.h"
 #include "runtime/cuda/cuda_kv_cache.h"
 #include "runtime/cuda/cuda_llama_model.h"
 #include "server/engine.h"
@@ -61,21 +62,7 @@ class CudaServeTest : public ::testing::Test {
       if (!c.ok()) return c.status();
       return std::unique_ptr<KvCache>(std::move(*c));
     };
-    auto pools = MakeKvPools(codecs_, maker_, size_t{256} << 20, /*num_slots=*/8);
-    ASSERT_TRUE(pools.ok()) << pools.status();
-    metrics_ = std::make_unique<ServerMetrics>(registry_);
-    EngineOptions eo;
-    eo.scheduler.max_num_seqs = 8;
-    eo.scheduler.max_model_len = 2048;
-    eo.default_codec = "fp16";
-    eo.device = "cuda";
-    engine_ = std::make_unique<Engine>(model_.get(), std::move(*pools), eo, metrics_.get());
-    engine_->Start();
-    ServerOptions so;
-    so.host = "127.0.0.1";
-    auto server = InferenceServer::Start(engine_.get(), metrics_.get(), std::move(so));
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = std::move(*server);
+    StartServer(/*prefix_cache=*/false);
     const Tokenizer& tok = model_->tokenizer();
     std::string text = "A paged key-value cache stores the keys and values of every token. ";
     std::string longer;
@@ -89,6 +76,40 @@ class CudaServeTest : public ::testing::Test {
   void TearDown() override {
     server_.reset();
     engine_.reset();
+  }
+
+  // the engine (one shared kv memory for every codec) and the grpc server in front of it.
+  void StartServer(bool prefix_cache) {
+    server_.reset();
+    engine_.reset();
+    const KvShape shape = model_->kv_shape();
+    std::shared_ptr<const CodebookFile> book = book_;
+    KvCacheMakers makers;
+    makers.probe = maker_;
+    makers.memory = [](size_t bytes) { return MakeCudaKvMemory(bytes); };
+    makers.over = [shape, book](const std::string& name, std::shared_ptr<const KvMemory> memory) {
+      return MakeCudaKvCacheOver(name, shape, name == "fp16" ? nullptr : book.get(),
+                                 std::move(memory));
+    };
+    auto pools = MakeKvPools(codecs_, makers, size_t{256} << 20);
+    ASSERT_TRUE(pools.ok()) << pools.status();
+    registry_ = std::make_unique<MetricsRegistry>();
+    metrics_ = std::make_unique<ServerMetrics>(*registry_);
+    EngineOptions eo;
+    eo.scheduler.max_num_seqs = 8;
+    eo.scheduler.max_model_len = 2048;
+    eo.scheduler.prefix_cache = prefix_cache;
+    eo.scheduler.prefix_checkpoint_tokens = 128;
+    eo.default_codec = "fp16";
+    eo.device = "cuda";
+    eo.shared_memory = pools->memory;
+    engine_ = std::make_unique<Engine>(model_.get(), std::move(pools->caches), eo, metrics_.get());
+    engine_->Start();
+    ServerOptions so;
+    so.host = "127.0.0.1";
+    auto server = InferenceServer::Start(engine_.get(), metrics_.get(), std::move(so));
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
   }
 
   // greedy tokens of `prompt` from the cuda model alone over a fresh cache of `codec`.
@@ -130,7 +151,7 @@ class CudaServeTest : public ::testing::Test {
   std::shared_ptr<CodebookFile> book_;
   std::vector<std::string> codecs_;
   KvCacheMaker maker_;
-  MetricsRegistry registry_;
+  std::unique_ptr<MetricsRegistry> registry_;
   std::unique_ptr<ServerMetrics> metrics_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<InferenceServer> server_;
@@ -232,6 +253,43 @@ TEST_F(CudaServeTest, CodedPoolPreemptsAndAllComplete) {
     return snap.num_active == 0 && snap.pools[0].pages_free == snap.pools[0].pages_total;
   }));
   (*server)->Drain(absl::Seconds(5));
+}
+
+// prefix caching on the gpu: prompts sharing a 400-token prefix give the same greedy tokens
+// with the cache as without it (pages shared; for vecinfer the fp16 ring restored from a
+// device-memory snapshot at a 128-token checkpoint), and Usage reports the cached tokens.
+TEST_F(CudaServeTest, PrefixCacheGivesTheSameGreedyTokens) {
+  const std::vector<int32_t>& base = prompts_[1];  // 260 tokens of text
+  std::vector<int32_t> prefix = base;
+  while (prefix.size() < 400) prefix.insert(prefix.end(), base.begin() + 1, base.end());
+  prefix.resize(400);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int32_t tail : {1000, 2000}) {
+    std::vector<int32_t> p = prefix;
+    for (int i = 0; i < 9; ++i) p.push_back(tail + 37 * i);
+    prompts.push_back(p);
+  }
+  std::vector<int32_t> half(prefix.begin(), prefix.begin() + 200);
+  for (int i = 0; i < 9; ++i) half.push_back(3000 + 11 * i);
+  prompts.push_back(half);
+  for (const std::string& codec : codecs_) {
+    std::vector<testing::StreamResult> runs[2];
+    for (bool cache : {true, false}) {
+      StartServer(cache);
+      for (const auto& p : prompts) {
+        runs[cache].push_back(Serve(codec, p));
+        ASSERT_TRUE(runs[cache].back().status.ok()) << runs[cache].back().status.error_message();
+      }
+    }
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      EXPECT_EQ(runs[1][i].token_ids, runs[0][i].token_ids) << codec << " prompt " << i;
+      std::printf("[serve --device cuda, prefix cache] %s prompt %zu: %d of %zu prompt tokens "
+                  "cached\n",
+                  codec.c_str(), i, runs[1][i].usage.cached_prompt_tokens(), prompts[i].size());
+    }
+    EXPECT_EQ(runs[1][1].usage.cached_prompt_tokens(), 384) << codec;
+    EXPECT_GT(runs[1][2].usage.cached_prompt_tokens(), 0) << codec;
+  }
 }
 
 }  // namespace

@@ -131,7 +131,8 @@ TEST_F(DeployQueriesTest, DashboardQueriesNameServedMetricsAndCoverTheIssue) {
         "kv_cache_usage_perc", "num_requests_waiting", "num_requests_running",
         "time_to_first_token_seconds_bucket", "inter_token_latency_seconds_bucket",
         "prompt_tokens_total", "generation_tokens_total", "num_preemptions_total",
-        "request_errors_total"}) {
+        "request_errors_total", "kv_memory_bytes", "kv_memory_used_bytes",
+        "prefix_cache_hits_total", "prefix_cache_queries_total", "prefix_cache_bytes"}) {
     EXPECT_TRUE(used.count(std::string("vqserve:") + want)) << "dashboard does not show " << want;
   }
 }

@@ -26,7 +26,8 @@ const char* kFamilies[] = {
     "kv_pages_free", "kv_pages_total", "cache_config_info", "time_to_first_token_seconds",
     "inter_token_latency_seconds", "e2e_request_latency_seconds", "request_queue_time_seconds",
     "prompt_tokens_total", "generation_tokens_total", "num_preemptions_total",
-    "request_success_total", "request_errors_total"};
+    "request_success_total", "request_errors_total", "kv_memory_bytes", "kv_memory_used_bytes",
+    "prefix_cache_hits_total", "prefix_cache_queries_total", "prefix_cache_bytes"};
 
 std::string WriteTemp(const std::string& name, const std::string& text) {
   std::filesystem::path p = std::filesystem::temp_directory_path() /

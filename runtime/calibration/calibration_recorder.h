@@ -22,6 +22,7 @@ class CalibrationRecorder : public HostKvCache {
   const KvShape& shape() const override { return shape_; }
   int num_pages() const override { return 0; }
   int num_slots() const override { return static_cast<int>(slots_.size()); }
+  void CopySlot(int from, int to) override { slots_[to] = slots_[from]; }
 
   void Append(int layer, const KvSeqRef& seq, int n, const float* k_pre_rope,
               const float* k_rope, const float* v) override;

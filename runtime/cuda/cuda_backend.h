@@ -37,6 +37,12 @@ absl::StatusOr<std::unique_ptr<KvCache>> MakeCudaKvCacheOf(const std::string& na
                                                            const CodebookFile* codebooks,
                                                            int num_pages, int num_slots,
                                                            int sink_tokens = 0);
+// the same over `memory` (from MakeCudaKvMemory, shared by the caches of every served codec).
+absl::StatusOr<std::unique_ptr<KvCache>> MakeCudaKvCacheOver(
+    const std::string& name, const KvShape& shape, const CodebookFile* codebooks,
+    std::shared_ptr<const KvMemory> memory, int sink_tokens = 0);
+// `bytes` of device memory for the caches to share.
+absl::StatusOr<std::shared_ptr<KvMemory>> MakeCudaKvMemory(size_t bytes);
 
 }  // namespace vqserve
 

@@ -27,4 +27,15 @@ absl::StatusOr<std::unique_ptr<KvCache>> MakeCudaKvCacheOf(const std::string&, c
   return absl::UnimplementedError(kNoCuda);
 }
 
+absl::StatusOr<std::unique_ptr<KvCache>> MakeCudaKvCacheOver(const std::string&, const KvShape&,
+                                                             const CodebookFile*,
+                                                             std::shared_ptr<const KvMemory>,
+                                                             int) {
+  return absl::UnimplementedError(kNoCuda);
+}
+
+absl::StatusOr<std::shared_ptr<KvMemory>> MakeCudaKvMemory(size_t) {
+  return absl::UnimplementedError(kNoCuda);
+}
+
 }  // namespace vqserve

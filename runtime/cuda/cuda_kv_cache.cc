@@ -49,48 +49,73 @@ absl::Status CudaKvCodecSupported(const std::string& name, int head_dim) {
 }
 
 CudaKvCache::~CudaKvCache() {
-  if (pages_ != nullptr) cudaFree(pages_);
-  if (rings_ != nullptr) cudaFree(rings_);
-  if (sinks_ != nullptr) cudaFree(sinks_);
+  if (owns_ && pages_ != nullptr) cudaFree(pages_);
+  if (owns_ && slots_ != nullptr) cudaFree(slots_);
   if (constants_ != nullptr) cudaFree(constants_);
   if (half_books_ != nullptr) cudaFree(half_books_);
 }
 
 uint16_t* CudaKvCache::ring(int layer, int which) const {
   if (which >= ring_arrays_) return nullptr;
-  const int64_t array = ring_slot_stride_ / ring_arrays_;
-  return rings_ + ring_slot_stride_ * (static_cast<int64_t>(layer) * num_slots_) + array * which;
+  const int64_t array = ring_layer_elems_ / ring_arrays_;
+  return reinterpret_cast<uint16_t*>(slots_) + ring_layer_elems_ * layer + array * which;
 }
 
 uint16_t* CudaKvCache::sink(int layer, int which) const {
-  if (sinks_ == nullptr) return nullptr;
-  const int64_t array = sink_slot_stride_ / 2;
-  return sinks_ + sink_slot_stride_ * (static_cast<int64_t>(layer) * num_slots_) + array * which;
+  if (sink_layer_elems_ == 0) return nullptr;
+  return reinterpret_cast<uint16_t*>(slots_) + ring_layer_elems_ * shape_.num_layers +
+         sink_layer_elems_ * layer + sink_layer_elems_ / 2 * which;
+}
+
+void CudaKvCache::CopySlot(int from, int to) {
+  if (from < 0 || from >= num_slots_ || to < 0 || to >= num_slots_) {
+    std::fprintf(stderr, "CudaKvCache: slot out of range\n");
+    std::abort();
+  }
+  if (from == to) return;
+  cudaError_t e = cudaDeviceSynchronize();
+  if (e == cudaSuccess) {
+    e = cudaMemcpy(slots_ + spec_.slot_bytes * to, slots_ + spec_.slot_bytes * from,
+                   spec_.slot_bytes, cudaMemcpyDeviceToDevice);
+  }
+  if (e == cudaSuccess) e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "CudaKvCache: slot copy: %s\n", cudaGetErrorString(e));
+    std::abort();
+  }
 }
 
 absl::Status CudaKvCache::Allocate() {
   const size_t page_total = spec_.page_bytes * static_cast<size_t>(num_pages_);
-  const size_t sink_total = static_cast<size_t>(sink_slot_stride_) * sizeof(uint16_t) *
-                            shape_.num_layers * num_slots_;
-  const size_t ring_total = spec_.slot_bytes * static_cast<size_t>(num_slots_) - sink_total;
+  const size_t slot_total = spec_.slot_bytes * static_cast<size_t>(num_slots_);
   void* p = nullptr;
   if (cudaError_t e = cudaMalloc(&p, page_total > 0 ? page_total : 1); e != cudaSuccess) {
     return absl::ResourceExhaustedError(
         absl::StrCat("cuda kv cache: ", page_total, " bytes of pages: ", cudaGetErrorString(e)));
   }
   pages_ = static_cast<uint8_t*>(p);
-  if (cudaError_t e = cudaMalloc(&p, ring_total > 0 ? ring_total : 1); e != cudaSuccess) {
+  if (cudaError_t e = cudaMalloc(&p, slot_total > 0 ? slot_total : 1); e != cudaSuccess) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("cuda kv cache: ", ring_total, " bytes of rings: ", cudaGetErrorString(e)));
+        absl::StrCat("cuda kv cache: ", slot_total, " bytes of rings: ", cudaGetErrorString(e)));
   }
-  rings_ = static_cast<uint16_t*>(p);
-  if (sink_total > 0) {
-    if (cudaError_t e = cudaMalloc(&p, sink_total); e != cudaSuccess) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("cuda kv cache: ", sink_total, " bytes of sinks: ", cudaGetErrorString(e)));
-    }
-    sinks_ = static_cast<uint16_t*>(p);
+  slots_ = static_cast<uint8_t*>(p);
+  return absl::OkStatus();
+}
+
+absl::Status CudaKvCache::UseMemory(std::shared_ptr<const KvMemory> memory) {
+  if (memory == nullptr || memory->device != KvDevice::kCuda) {
+    return absl::InvalidArgumentError("cuda kv cache: shared memory must be device memory");
   }
+  if (owns_) {
+    if (pages_ != nullptr) cudaFree(pages_);
+    if (slots_ != nullptr) cudaFree(slots_);
+  }
+  owns_ = false;
+  memory_ = std::move(memory);
+  pages_ = memory_->base;
+  slots_ = memory_->base;
+  num_pages_ = static_cast<int>(memory_->bytes / spec_.page_bytes);
+  num_slots_ = static_cast<int>(memory_->bytes / spec_.slot_bytes);
   return absl::OkStatus();
 }
 
@@ -109,10 +134,12 @@ void CudaKvCache::InitSpec(const KvCodec& codec, const KvShape& shape, int num_p
   ring_tokens_ = spec_.residual_tokens + spec_.page_tokens;
   layer_page_bytes_ = codec.LayerPageBytes();
   ring_arrays_ = spec_.needs_pre_rope_keys ? 3 : 2;
-  ring_slot_stride_ = int64_t{ring_arrays_} * ring_tokens_ * shape.num_kv_heads * shape.head_dim;
+  ring_layer_elems_ = int64_t{ring_arrays_} * ring_tokens_ * shape.num_kv_heads * shape.head_dim;
   spec_.page_bytes = layer_page_bytes_ * shape.num_layers;
-  sink_slot_stride_ = int64_t{2} * spec_.sink_tokens * shape.num_kv_heads * shape.head_dim;
-  spec_.slot_bytes = (ring_slot_stride_ + sink_slot_stride_) * sizeof(uint16_t) * shape.num_layers;
+  sink_layer_elems_ = int64_t{2} * spec_.sink_tokens * shape.num_kv_heads * shape.head_dim;
+  spec_.slot_bytes = (ring_layer_elems_ + sink_layer_elems_) * sizeof(uint16_t) * shape.num_layers;
+  ring_slot_stride_ = static_cast<int64_t>(spec_.slot_bytes / sizeof(uint16_t));
+  sink_slot_stride_ = ring_slot_stride_;
   spec_.fixed_bytes = codec.FixedBytes();
   spec_.bytes_per_token = static_cast<double>(spec_.page_bytes) / spec_.page_tokens;
 }
@@ -292,6 +319,30 @@ absl::StatusOr<std::unique_ptr<KvCache>> MakeCudaKvCacheOf(const std::string& na
       MakeCudaKvCacheForCodec(name, shape, codebooks, num_pages, num_slots, sink_tokens);
   if (!cache.ok()) return cache.status();
   return std::unique_ptr<KvCache>(std::move(*cache));
+}
+
+absl::StatusOr<std::unique_ptr<KvCache>> MakeCudaKvCacheOver(
+    const std::string& name, const KvShape& shape, const CodebookFile* codebooks,
+    std::shared_ptr<const KvMemory> memory, int sink_tokens) {
+  absl::StatusOr<std::unique_ptr<CudaKvCache>> cache =
+      MakeCudaKvCacheForCodec(name, shape, codebooks, 1, 1, sink_tokens);
+  if (!cache.ok()) return cache.status();
+  if (absl::Status st = (*cache)->UseMemory(std::move(memory)); !st.ok()) return st;
+  return std::unique_ptr<KvCache>(std::move(*cache));
+}
+
+absl::StatusOr<std::shared_ptr<KvMemory>> MakeCudaKvMemory(size_t bytes) {
+  void* p = nullptr;
+  if (cudaError_t e = cudaMalloc(&p, bytes > 0 ? bytes : 1); e != cudaSuccess) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cuda kv memory: ", bytes, " bytes: ", cudaGetErrorString(e)));
+  }
+  auto m = std::make_shared<KvMemory>();
+  m->base = static_cast<uint8_t*>(p);
+  m->bytes = bytes;
+  m->device = KvDevice::kCuda;
+  m->owner = std::shared_ptr<void>(p, [](void* q) { cudaFree(q); });
+  return m;
 }
 
 }  // namespace vqserve

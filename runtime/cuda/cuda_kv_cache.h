@@ -73,13 +73,20 @@ class CudaKvCache : public KvCache {
   int num_slots() const override { return num_slots_; }
 
   KvDevice device() const override { return KvDevice::kCuda; }
+  // device-to-device, after every queued kernel (cudaDeviceSynchronize before and after).
+  void CopySlot(int from, int to) override;
 
   // device layout: page j's slice of `layer` at pages() + j * spec().page_bytes +
   // layer * layer_page_bytes(); ring rows of (layer, slot) at ring(layer, which) +
   // slot * ring_slot_stride() (which 0: k after rope, 1: v, 2: k before rope for codecs that
   // code pre-rope keys (commvq; null otherwise)), ring_tokens() rows of H * D;
   // sink rows of (layer, slot) at sink(layer, which) + slot * sink_slot_stride(),
-  // spec().sink_tokens rows of H * D (null when the sink is 0).
+  // spec().sink_tokens rows of H * D (null when the sink is 0). slot i's rings and sinks are
+  // the spec().slot_bytes at byte i * slot_bytes of the slot memory, (layer, which, ring, H, D)
+  // then (layer, k|v, sink, H, D), so the two strides are slot_bytes / 2.
+  // moves the pages and slots into `memory` (device memory shared with other codecs' caches:
+  // page i at base + i * page_bytes, slot i at base + i * slot_bytes) and frees its own.
+  absl::Status UseMemory(std::shared_ptr<const KvMemory> memory);
   uint8_t* pages() const { return pages_; }
   size_t layer_page_bytes() const { return layer_page_bytes_; }
   uint16_t* ring(int layer, int which) const;
@@ -128,11 +135,14 @@ class CudaKvCache : public KvCache {
   int ring_tokens_ = 0;
   size_t layer_page_bytes_ = 0;
   int ring_arrays_ = 2;           // k, v (+ k before rope)
-  int64_t ring_slot_stride_ = 0;  // fp16 elements: ring_arrays x ring_tokens x H x D
+  int64_t ring_layer_elems_ = 0;  // fp16 elements: ring_arrays x ring_tokens x H x D
+  int64_t sink_layer_elems_ = 0;  // fp16 elements: 2 x sink_tokens x H x D
+  int64_t ring_slot_stride_ = 0;  // fp16 elements: slot_bytes / 2
+  int64_t sink_slot_stride_ = 0;  // the same
   uint8_t* pages_ = nullptr;      // device
-  uint16_t* rings_ = nullptr;     // device: (layer, slot, k|v|k pre-rope, ring_tokens, H, D)
-  int64_t sink_slot_stride_ = 0;  // fp16 elements: 2 arrays x sink_tokens x H x D
-  uint16_t* sinks_ = nullptr;     // device: (layer, slot, k|v, sink_tokens, H, D)
+  uint8_t* slots_ = nullptr;      // device: slot i at i * slot_bytes (layout above)
+  bool owns_ = true;              // pages_ and slots_ are its own (else memory_'s)
+  std::shared_ptr<const KvMemory> memory_;
 };
 
 // an fp16 paged cache of `num_pages` pages and `num_slots` rings on the current cuda device;

@@ -53,21 +53,17 @@ CommVqCodebooks RandomCommVqCodebooks(const KvShape& shape, float rope_theta, in
 absl::Status FillCudaKvCacheRandom(CudaKvCache& cache, uint64_t seed) {
   const KvCacheSpec& spec = cache.spec();
   const int64_t page_total = static_cast<int64_t>(spec.page_bytes) * cache.num_pages();
-  const int64_t layers_slots = static_cast<int64_t>(cache.shape().num_layers) * cache.num_slots();
-  const int64_t ring_halves = cache.ring_slot_stride() * layers_slots;  // sink rows not included
+  // every slot's rings and sinks, back to back.
+  const int64_t slot_halves =
+      static_cast<int64_t>(spec.slot_bytes / 2) * cache.num_slots();
   std::string err =
       cache.format() == KvPageFormat::kVecInfer
           ? cuda::LaunchFillRandomBytes(cache.pages(), page_total, seed, nullptr)
           : cuda::LaunchFillRandomHalf(reinterpret_cast<__half*>(cache.pages()), page_total / 2,
                                        1.0f, 0.0f, seed, nullptr);
-  if (err.empty() && ring_halves > 0) {
-    err = cuda::LaunchFillRandomHalf(reinterpret_cast<__half*>(cache.ring(0, 0)), ring_halves,
+  if (err.empty() && slot_halves > 0) {
+    err = cuda::LaunchFillRandomHalf(reinterpret_cast<__half*>(cache.ring(0, 0)), slot_halves,
                                      1.0f, 0.0f, seed + 1, nullptr);
-  }
-  if (err.empty() && cache.sink(0, 0) != nullptr) {  // (layer, slot, k|v, sink, H, D) rows
-    err = cuda::LaunchFillRandomHalf(reinterpret_cast<__half*>(cache.sink(0, 0)),
-                                     cache.sink_slot_stride() * layers_slots, 1.0f, 0.0f, seed + 2,
-                                     nullptr);
   }
   if (err.empty()) {
     if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) err = cudaGetErrorString(e);

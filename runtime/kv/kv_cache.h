@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "runtime/kv/page_flush.h"
@@ -53,6 +54,19 @@ struct KvSeqRef {
 // where a cache's pages live: the model of the same device appends to and attends over them.
 enum class KvDevice { kHost, kCuda };
 
+// memory shared by the caches of several codecs (one kv budget, lent by the scheduler in
+// chunks): a cache over it keeps page i at base + i * page_bytes and the residual ring (with
+// the sink) of slot i at base + i * slot_bytes; the scheduler never lends overlapping units.
+struct KvMemory {
+  uint8_t* base = nullptr;
+  size_t bytes = 0;
+  KvDevice device = KvDevice::kHost;
+  std::shared_ptr<void> owner;  // frees the bytes with the last cache that uses them
+};
+
+// `bytes` of host memory for caches to share.
+std::shared_ptr<KvMemory> MakeHostKvMemory(size_t bytes);
+
 // paged kv storage of one codec for all sequences: what the scheduler and the server see.
 class KvCache {
  public:
@@ -62,6 +76,9 @@ class KvCache {
   virtual int num_pages() const = 0;
   virtual int num_slots() const = 0;
   virtual KvDevice device() const = 0;
+  // copies slot `from`'s residual ring and sink into slot `to` (whole slots; a prefix-cache
+  // snapshot and its restore). blocks until done.
+  virtual void CopySlot(int from, int to) = 0;
 };
 
 // a cache in host memory. the cpu model calls, per layer and step, Append for the step's new

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -23,9 +24,17 @@ void Check(bool ok, const char* what) {
 
 thread_local PagedKvCache::StepWindow PagedKvCache::window_;
 
-PagedKvCache::PagedKvCache(std::unique_ptr<KvCodec> codec, int num_pages, int num_slots,
-                           int sink_tokens)
-    : codec_(std::move(codec)), num_pages_(num_pages), num_slots_(num_slots) {
+std::shared_ptr<KvMemory> MakeHostKvMemory(size_t bytes) {
+  auto m = std::make_shared<KvMemory>();
+  std::shared_ptr<uint8_t[]> data(new uint8_t[bytes > 0 ? bytes : 1]);
+  m->base = data.get();
+  m->bytes = bytes;
+  m->device = KvDevice::kHost;
+  m->owner = std::shared_ptr<void>(data, data.get());
+  return m;
+}
+
+void PagedKvCache::InitSpec(int sink_tokens) {
   const KvShape& s = codec_->shape();
   spec_.codec = codec_->name();
   spec_.page_tokens = codec_->page_tokens();
@@ -43,9 +52,27 @@ PagedKvCache::PagedKvCache(std::unique_ptr<KvCodec> codec, int num_pages, int nu
   spec_.slot_bytes = (layer_ring_elems_ + layer_sink_elems) * sizeof(uint16_t) * s.num_layers;
   spec_.fixed_bytes = codec_->FixedBytes();
   spec_.bytes_per_token = static_cast<double>(spec_.page_bytes) / spec_.page_tokens;
-  pages_.reset(new uint8_t[spec_.page_bytes * num_pages_]);
-  rings_.reset(new uint16_t[layer_ring_elems_ * s.num_layers * num_slots_]);
-  sinks_.reset(new uint16_t[layer_sink_elems * s.num_layers * num_slots_]);
+}
+
+PagedKvCache::PagedKvCache(std::unique_ptr<KvCodec> codec, int num_pages, int num_slots,
+                           int sink_tokens)
+    : codec_(std::move(codec)), num_pages_(num_pages), num_slots_(num_slots) {
+  InitSpec(sink_tokens);
+  own_pages_.reset(new uint8_t[std::max<size_t>(1, spec_.page_bytes * num_pages_)]);
+  own_slots_.reset(new uint8_t[std::max<size_t>(1, spec_.slot_bytes * num_slots_)]);
+  pages_ = own_pages_.get();
+  slots_ = own_slots_.get();
+}
+
+PagedKvCache::PagedKvCache(std::unique_ptr<KvCodec> codec, std::shared_ptr<const KvMemory> memory,
+                           int sink_tokens)
+    : codec_(std::move(codec)), memory_(std::move(memory)) {
+  Check(memory_ != nullptr && memory_->device == KvDevice::kHost, "host memory needed");
+  InitSpec(sink_tokens);
+  num_pages_ = static_cast<int>(memory_->bytes / spec_.page_bytes);
+  num_slots_ = static_cast<int>(memory_->bytes / spec_.slot_bytes);
+  pages_ = memory_->base;
+  slots_ = memory_->base;
 }
 
 size_t PagedKvCache::total_bytes() const {
@@ -53,21 +80,20 @@ size_t PagedKvCache::total_bytes() const {
 }
 
 const uint8_t* PagedKvCache::page_slice(int page_id, int layer) const {
-  return pages_.get() + spec_.page_bytes * page_id + codec_->LayerPageBytes() * layer;
+  return pages_ + spec_.page_bytes * page_id + codec_->LayerPageBytes() * layer;
 }
 
 uint16_t* PagedKvCache::Ring(int slot, int layer, int which) {
   const size_t array_elems = layer_ring_elems_ / ring_arrays_;
-  return rings_.get() + layer_ring_elems_ * (static_cast<size_t>(slot) * shape().num_layers +
-                                             layer) +
-         array_elems * which;
+  uint16_t* base = reinterpret_cast<uint16_t*>(slots_ + spec_.slot_bytes * slot);
+  return base + layer_ring_elems_ * layer + array_elems * which;
 }
 
 uint16_t* PagedKvCache::Sink(int slot, int layer, int which) {
   const size_t rows =
       static_cast<size_t>(spec_.sink_tokens) * shape().num_kv_heads * shape().head_dim;
-  return sinks_.get() +
-         rows * (2 * (static_cast<size_t>(slot) * shape().num_layers + layer) + which);
+  uint16_t* base = reinterpret_cast<uint16_t*>(slots_ + spec_.slot_bytes * slot);
+  return base + layer_ring_elems_ * shape().num_layers + rows * (2 * layer + which);
 }
 
 void PagedKvCache::FlushPage(int layer, const KvSeqRef& seq, int first_pos) {
@@ -89,7 +115,7 @@ void PagedKvCache::FlushPage(int layer, const KvSeqRef& seq, int first_pos) {
     cpu::HalfToFloatRow(kr + r, k.data() + static_cast<long>(t) * row, row);
     cpu::HalfToFloatRow(vr + r, v.data() + static_cast<long>(t) * row, row);
   }
-  uint8_t* dst = pages_.get() + spec_.page_bytes * page_id + codec_->LayerPageBytes() * layer;
+  uint8_t* dst = pages_ + spec_.page_bytes * page_id + codec_->LayerPageBytes() * layer;
   codec_->EncodePage(layer, first_pos, k.data(), v.data(), dst);
 }
 
@@ -184,9 +210,21 @@ void PagedKvCache::Attend(int layer, const KvSeqRef& seq, int n, const float* q,
   }
 }
 
+void PagedKvCache::CopySlot(int from, int to) {
+  Check(from >= 0 && from < num_slots_ && to >= 0 && to < num_slots_, "slot out of range");
+  if (from == to) return;
+  std::memcpy(slots_ + spec_.slot_bytes * to, slots_ + spec_.slot_bytes * from, spec_.slot_bytes);
+}
+
 std::unique_ptr<PagedKvCache> MakePagedKvCache(std::unique_ptr<KvCodec> codec, int num_pages,
                                                int num_slots, int sink_tokens) {
   return std::make_unique<PagedKvCache>(std::move(codec), num_pages, num_slots, sink_tokens);
+}
+
+std::unique_ptr<PagedKvCache> MakePagedKvCache(std::unique_ptr<KvCodec> codec,
+                                               std::shared_ptr<const KvMemory> memory,
+                                               int sink_tokens) {
+  return std::make_unique<PagedKvCache>(std::move(codec), std::move(memory), sink_tokens);
 }
 
 }  // namespace vqserve

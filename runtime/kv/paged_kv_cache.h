@@ -26,6 +26,10 @@ class PagedKvCache : public HostKvCache {
  public:
   // sink_tokens: rounded down to whole pages; ignored for codecs without a residual window.
   PagedKvCache(std::unique_ptr<KvCodec> codec, int num_pages, int num_slots, int sink_tokens = 0);
+  // a cache whose pages and slots live in `memory` (shared with other codecs' caches): as many
+  // page and slot ids as fit in it; which ids are in use is the scheduler's business.
+  PagedKvCache(std::unique_ptr<KvCodec> codec, std::shared_ptr<const KvMemory> memory,
+               int sink_tokens = 0);
 
   const KvCacheSpec& spec() const override { return spec_; }
   const KvShape& shape() const override { return codec_->shape(); }
@@ -33,7 +37,8 @@ class PagedKvCache : public HostKvCache {
   int num_slots() const override { return num_slots_; }
   const KvCodec& codec() const { return *codec_; }
 
-  // bytes held: pages, rings and codec constants (exactly what was allocated).
+  // bytes of pages, rings and codec constants as if every id were its own (with shared memory
+  // the ids overlap; the memory's bytes are what was allocated).
   size_t page_memory_bytes() const { return spec_.page_bytes * num_pages_; }
   size_t slot_memory_bytes() const { return spec_.slot_bytes * num_slots_; }
   size_t total_bytes() const;
@@ -43,9 +48,13 @@ class PagedKvCache : public HostKvCache {
   void Append(int layer, const KvSeqRef& seq, int n, const float* k_pre_rope,
               const float* k_rope, const float* v) override;
   void Attend(int layer, const KvSeqRef& seq, int n, const float* q, float* out) override;
+  void CopySlot(int from, int to) override;
 
  private:
-  // fp16 ring rows of (slot, layer): which = 0 k after rope, 1 v, 2 k before rope.
+  // sets the spec from the codec; num_pages_ and num_slots_ are set after.
+  void InitSpec(int sink_tokens);
+  // fp16 ring rows of (slot, layer): which = 0 k after rope, 1 v, 2 k before rope. a slot's
+  // bytes: (layer, which, ring_tokens, H, D) rings, then (layer, k|v, sink_tokens, H, D) sinks.
   uint16_t* Ring(int slot, int layer, int which);
   // fp16 sink rows of (slot, layer): which = 0 k after rope, 1 v.
   uint16_t* Sink(int slot, int layer, int which);
@@ -67,14 +76,19 @@ class PagedKvCache : public HostKvCache {
   int ring_tokens_;       // residual_tokens + page_tokens
   int ring_arrays_;       // 2, or 3 with pre-rope keys
   size_t layer_ring_elems_;  // fp16 elements of one layer's ring, all arrays
-  std::unique_ptr<uint8_t[]> pages_;
-  std::unique_ptr<uint16_t[]> rings_;
-  std::unique_ptr<uint16_t[]> sinks_;  // (slots, layers, 2, sink_tokens, kv_heads, head_dim)
+  std::unique_ptr<uint8_t[]> own_pages_, own_slots_;  // without shared memory
+  std::shared_ptr<const KvMemory> memory_;            // with it
+  uint8_t* pages_ = nullptr;  // page i at pages_ + i * page_bytes
+  uint8_t* slots_ = nullptr;  // slot i at slots_ + i * slot_bytes
 };
 
 // a paged cache of `num_pages` pages and `num_slots` residual rings for `codec`.
 std::unique_ptr<PagedKvCache> MakePagedKvCache(std::unique_ptr<KvCodec> codec, int num_pages,
                                                int num_slots, int sink_tokens = 0);
+// a paged cache over shared host memory.
+std::unique_ptr<PagedKvCache> MakePagedKvCache(std::unique_ptr<KvCodec> codec,
+                                               std::shared_ptr<const KvMemory> memory,
+                                               int sink_tokens = 0);
 
 }  // namespace vqserve
 

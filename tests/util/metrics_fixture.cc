@@ -22,6 +22,9 @@ void PopulateAllMetrics(ServerMetrics& m) {
   m.SetRequestsWaiting(2);
   m.SetKvState("fp16", 3.0e6, 3.0e6, 900, 1024);
   m.SetKvState("vecinfer-2b", 1.5e6, 12.0e6, 3000, 4096);
+  m.SetKvMemory(64.0e6, 4.5e6);
+  m.AddPrefixCache(2048, 1024);
+  m.SetPrefixCacheBytes("vecinfer-2b", 1.0e6);
   m.IncPreemptions(3);
   m.AddPromptTokens(1234);
   m.AddGenerationTokens(567);

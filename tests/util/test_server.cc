@@ -42,9 +42,9 @@ bool CodecAvailable(const std::string& codec) {
 TestServer::TestServer(TestServerConfig config) {
   LlamaModel* model = SharedDefaultModel();
   metrics_ = std::make_unique<ServerMetrics>(registry_);
-  std::vector<std::unique_ptr<KvCache>> caches;
-  for (const auto& [codec, pages] : config.pools) {
-    // codecs with codebooks use the artifact CodebookPath finds.
+  // codecs with codebooks use the artifact CodebookPath finds.
+  CodecMaker make_codec = [model](const std::string& codec)
+      -> absl::StatusOr<std::unique_ptr<KvCodec>> {
     std::unique_ptr<CodebookFile> book;
     if (CodecNeedsCodebooks(codec)) {
       const std::string path = CodebookPath(codec);
@@ -58,11 +58,29 @@ TestServer::TestServer(TestServerConfig config) {
       }
       book = std::make_unique<CodebookFile>(std::move(*loaded));
     }
-    auto c = MakeCodec(codec, model->kv_shape(), book.get());
-    if (!c.ok()) std::abort();
-    caches.push_back(MakePagedKvCache(std::move(*c), pages, config.num_slots));
-  }
+    return MakeCodec(codec, model->kv_shape(), book.get());
+  };
+  std::vector<std::unique_ptr<KvCache>> caches;
   EngineOptions eo;
+  if (config.kv_memory > 0) {
+    std::vector<std::string> names;
+    for (const auto& [codec, pages] : config.pools) names.push_back(codec);
+    absl::StatusOr<KvPools> pools =
+        MakeKvPools(names, HostKvCacheMakers(make_codec), config.kv_memory);
+    if (!pools.ok()) {
+      std::fprintf(stderr, "TestServer: %s\n", std::string(pools.status().message()).c_str());
+      std::abort();
+    }
+    caches = std::move(pools->caches);
+    eo.shared_memory = pools->memory;
+    eo.kv_memory_bytes = config.kv_memory;
+  } else {
+    for (const auto& [codec, pages] : config.pools) {
+      auto c = make_codec(codec);
+      if (!c.ok()) std::abort();
+      caches.push_back(MakePagedKvCache(std::move(*c), pages, config.num_slots));
+    }
+  }
   eo.scheduler = config.scheduler;
   eo.default_codec = config.pools[0].first;
   engine_ = std::make_unique<Engine>(model, std::move(caches), eo, metrics_.get());
@@ -93,10 +111,8 @@ bool TestServer::WaitAllFree() const {
   auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < end) {
     EngineSnapshot s = engine_->Snapshot();
-    bool free = s.num_active == 0;
-    for (const auto& p : s.pools) {
-      free = free && p.pages_free == p.pages_total && p.slots_free == p.slots_total;
-    }
+    bool free = s.num_active == 0 && s.memory_in_use == 0;
+    for (const auto& p : s.pools) free = free && p.pages_in_use == 0 && p.slots_in_use == 0;
     if (free) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }

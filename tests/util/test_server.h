@@ -33,6 +33,9 @@ struct TestServerConfig {
   // codec name and page count of each pool (pool 0 is the default codec).
   std::vector<std::pair<std::string, int>> pools = {{"fp16", 64}};
   int num_slots = 32;
+  // > 0: every pool over one shared kv memory of this many bytes (MakeKvPools, the served
+  // layout); the page counts and num_slots above are then ignored.
+  size_t kv_memory = 0;
   SchedulerConfig scheduler;
   ServerOptions server;        // host/port are forced to 127.0.0.1:0
   // false: the engine loop waits for StartEngine(), so tests can queue requests first.

@@ -126,10 +126,10 @@ int Generate(const Global& g, int argc, char** argv) {
   if (st.ok() && show_usage) {
     const auto& u = last.usage();
     std::fprintf(stderr,
-                 "[%s] finish=%s prompt=%d completion=%d kv_codec=%s kv_bytes=%lld "
+                 "[%s] finish=%s prompt=%d (cached %d) completion=%d kv_codec=%s kv_bytes=%lld "
                  "compression=%.2fx preemptions=%d\n",
                  last.request_id().c_str(), ReasonName(last.finish_reason()), u.prompt_tokens(),
-                 u.completion_tokens(), u.kv_codec().c_str(),
+                 u.cached_prompt_tokens(), u.completion_tokens(), u.kv_codec().c_str(),
                  static_cast<long long>(u.kv_bytes()), u.kv_compression_ratio(),
                  u.num_preemptions());
   }
@@ -148,16 +148,23 @@ int ModelInfo(const Global& g) {
               info.model_name().c_str(), info.architecture().c_str(), info.num_layers(),
               info.hidden_size(), info.num_heads(), info.num_kv_heads(), info.head_dim(),
               info.vocab_size(), info.context_length(), info.device().c_str());
-  std::printf("kv memory %lld bytes, max_num_seqs %d, max_batched_tokens %d, default codec %s\n",
-              static_cast<long long>(info.kv_memory_bytes()), info.max_num_seqs(),
+  std::printf("kv memory %lld bytes (shared by every codec: %lld, %lld free, chunks of %lld), "
+              "max_num_seqs %d, max_batched_tokens %d, default codec %s\n",
+              static_cast<long long>(info.kv_memory_bytes()),
+              static_cast<long long>(info.kv_memory_shared_bytes()),
+              static_cast<long long>(info.kv_memory_free_bytes()),
+              static_cast<long long>(info.kv_chunk_bytes()), info.max_num_seqs(),
               info.max_batched_tokens(), info.default_kv_codec().c_str());
-  std::printf("%-16s %8s %6s %9s %10s %8s %6s %12s %8s\n", "codec", "bits/val", "page",
-              "residual", "page_bytes", "pages", "slots", "cap_tokens", "ratio");
+  // pages, slots and cap_tokens: what the codec could hold with all the shared memory.
+  std::printf("%-16s %8s %6s %9s %10s %8s %6s %12s %8s %12s %5s\n", "codec", "bits/val", "page",
+              "residual", "page_bytes", "pages", "slots", "cap_tokens", "ratio", "used_bytes",
+              "seqs");
   for (const auto& c : info.codecs()) {
-    std::printf("%-16s %8.2f %6d %9d %10lld %8d %6d %12lld %7.2fx\n", c.name().c_str(),
-                c.bits_per_value(), c.page_tokens(), c.residual_tokens(),
+    std::printf("%-16s %8.2f %6d %9d %10lld %8d %6d %12lld %7.2fx %12lld %5d\n",
+                c.name().c_str(), c.bits_per_value(), c.page_tokens(), c.residual_tokens(),
                 static_cast<long long>(c.page_bytes()), c.num_pages(), c.num_slots(),
-                static_cast<long long>(c.kv_capacity_tokens()), c.compression_ratio());
+                static_cast<long long>(c.kv_capacity_tokens()), c.compression_ratio(),
+                static_cast<long long>(c.kv_memory_used_bytes()), c.num_sequences());
   }
   return 0;
 }

@@ -62,24 +62,35 @@ absl::StatusOr<CodecMaker> MakeCodecMaker(const std::string& model_path, const K
   });
 }
 
-absl::StatusOr<KvCacheMaker> MakeKvCacheMaker(const std::string& model_path, const KvShape& shape,
-                                              const std::string& codebooks_paths,
-                                              const std::string& device, int sink_tokens) {
+absl::StatusOr<KvCacheMakers> MakeKvCacheMakers(const std::string& model_path,
+                                                const KvShape& shape,
+                                                const std::string& codebooks_paths,
+                                                const std::string& device, int sink_tokens) {
   if (device == "cpu") {
     absl::StatusOr<CodecMaker> codecs = MakeCodecMaker(model_path, shape, codebooks_paths);
     if (!codecs.ok()) return codecs.status();
-    return HostKvCacheMaker(std::move(*codecs), sink_tokens);
+    return HostKvCacheMakers(std::move(*codecs), sink_tokens);
   }
   if (device != "cuda") return absl::InvalidArgumentError("--device must be cpu or cuda");
   absl::StatusOr<std::shared_ptr<const Books>> books = LoadBooks(model_path, codebooks_paths);
   if (!books.ok()) return books.status();
-  return KvCacheMaker([shape, books = *books, sink_tokens](const std::string& name,
-                                                           int num_pages, int num_slots)
-                          -> absl::StatusOr<std::unique_ptr<KvCache>> {
+  KvCacheMakers m;
+  m.probe = [shape, books = *books, sink_tokens](const std::string& name, int num_pages,
+                                                 int num_slots)
+      -> absl::StatusOr<std::unique_ptr<KvCache>> {
     absl::StatusOr<const CodebookFile*> book = BookFor(*books, name);
     if (!book.ok()) return book.status();
     return MakeCudaKvCacheOf(name, shape, *book, num_pages, num_slots, sink_tokens);
-  });
+  };
+  m.memory = [](size_t bytes) { return MakeCudaKvMemory(bytes); };
+  m.over = [shape, books = *books, sink_tokens](const std::string& name,
+                                                std::shared_ptr<const KvMemory> memory)
+      -> absl::StatusOr<std::unique_ptr<KvCache>> {
+    absl::StatusOr<const CodebookFile*> book = BookFor(*books, name);
+    if (!book.ok()) return book.status();
+    return MakeCudaKvCacheOver(name, shape, *book, std::move(memory), sink_tokens);
+  };
+  return m;
 }
 
 }  // namespace vqserve::cli

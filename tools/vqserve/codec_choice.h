@@ -16,12 +16,13 @@ namespace vqserve::cli {
 absl::StatusOr<CodecMaker> MakeCodecMaker(const std::string& model_path, const KvShape& shape,
                                           const std::string& codebooks_paths);
 
-// a kv cache maker with the same codebooks: PagedKvCache in host memory for device "cpu",
+// kv cache makers with the same codebooks: PagedKvCache in host memory for device "cpu",
 // CudaKvCache on the current cuda device for "cuda"; both keep the first `sink_tokens` tokens
 // (rounded down to pages) of each sequence in fp16.
-absl::StatusOr<KvCacheMaker> MakeKvCacheMaker(const std::string& model_path, const KvShape& shape,
-                                              const std::string& codebooks_paths,
-                                              const std::string& device, int sink_tokens);
+absl::StatusOr<KvCacheMakers> MakeKvCacheMakers(const std::string& model_path,
+                                                const KvShape& shape,
+                                                const std::string& codebooks_paths,
+                                                const std::string& device, int sink_tokens);
 
 }  // namespace vqserve::cli
 

@@ -136,10 +136,10 @@ int RunGenerate(int argc, char** argv) {
       return 2;
     }
   }
-  absl::StatusOr<KvCacheMaker> maker = MakeKvCacheMaker(flags.model, m.kv_shape(), flags.codebooks,
-                                                        flags.device, flags.sink_tokens);
+  absl::StatusOr<KvCacheMakers> maker = MakeKvCacheMakers(
+      flags.model, m.kv_shape(), flags.codebooks, flags.device, flags.sink_tokens);
   absl::StatusOr<std::unique_ptr<KvCache>> made =
-      maker.ok() ? (*maker)(flags.kv_codec, pages, 1) : maker.status();
+      maker.ok() ? maker->probe(flags.kv_codec, pages, 1) : maker.status();
   if (!made.ok()) {
     std::fprintf(stderr, "vqserve generate: %s\n", std::string(made.status().message()).c_str());
     return 1;

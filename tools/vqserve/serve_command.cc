@@ -35,7 +35,8 @@ constexpr char kUsage[] =
     "         [--max-batched-tokens N] [--max-model-len N] [--max-waiting N]\n"
     "         [--default-max-tokens N] [--threads N]\n"
     "         [--max-streams-per-client N (0: no bound; the client is its api key, else its\n"
-    "           address)] [--max-request-seconds S (0: none)] [--max-request-bytes BYTES]\n";
+    "           address)] [--max-request-seconds S (0: none)] [--max-request-bytes BYTES]\n"
+    "         [--no-prefix-cache] [--prefix-checkpoint-tokens N (default 1024)]\n";
 
 struct ServeFlags {
   std::string model;
@@ -59,6 +60,8 @@ struct ServeFlags {
   int max_streams_per_client = 0;
   double max_request_seconds = 0;
   size_t max_request_bytes = size_t{4} << 20;
+  bool prefix_cache = true;
+  int prefix_checkpoint_tokens = 1024;
 };
 
 bool ParseBytes(const std::string& s, size_t* out) {
@@ -83,6 +86,10 @@ bool ParseFlags(int argc, char** argv, ServeFlags* f) {
     if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
       std::exit(0);
+    }
+    if (a == "--no-prefix-cache") {
+      f->prefix_cache = false;
+      continue;
     }
     if (i + 1 >= argc) {
       std::fprintf(stderr, "vqserve serve: %s needs a value\n%s", a.c_str(), kUsage);
@@ -118,6 +125,8 @@ bool ParseFlags(int argc, char** argv, ServeFlags* f) {
     else if (a == "--max-request-bytes")
       ok = ParseBytes(v, &f->max_request_bytes) && f->max_request_bytes > 0 &&
            f->max_request_bytes <= (size_t{1} << 30);
+    else if (a == "--prefix-checkpoint-tokens")
+      ok = absl::SimpleAtoi(v, &f->prefix_checkpoint_tokens) && f->prefix_checkpoint_tokens >= 1;
     else {
       std::fprintf(stderr, "vqserve serve: unknown flag %s\n%s", a.c_str(), kUsage);
       return false;
@@ -196,11 +205,10 @@ int RunServe(int argc, char** argv) {
 
   // the attention sink (PagedKvCache, CudaKvCache): one page of fp16 tokens per sequence.
   const int sink = flags.kv_sink_tokens >= 0 ? flags.kv_sink_tokens : 32;
-  absl::StatusOr<KvCacheMaker> maker =
-      MakeKvCacheMaker(flags.model, (*model)->kv_shape(), flags.codebooks, flags.device, sink);
+  absl::StatusOr<KvCacheMakers> maker =
+      MakeKvCacheMakers(flags.model, (*model)->kv_shape(), flags.codebooks, flags.device, sink);
   if (!maker.ok()) return Fail(maker.status());
-  absl::StatusOr<std::vector<std::unique_ptr<KvCache>>> pools =
-      MakeKvPools(codecs, *maker, flags.kv_memory, flags.max_num_seqs);
+  absl::StatusOr<KvPools> pools = MakeKvPools(codecs, *maker, flags.kv_memory);
   if (!pools.ok()) return Fail(pools.status());
 
   MetricsRegistry registry;
@@ -211,11 +219,14 @@ int RunServe(int argc, char** argv) {
   eo.scheduler.max_model_len =
       flags.max_model_len > 0 ? flags.max_model_len : (*model)->config().context_length;
   eo.scheduler.max_waiting = flags.max_waiting;
+  eo.scheduler.prefix_cache = flags.prefix_cache;
+  eo.scheduler.prefix_checkpoint_tokens = flags.prefix_checkpoint_tokens;
   eo.default_codec = flags.kv_codec;
   eo.default_max_tokens = flags.default_max_tokens;
   eo.kv_memory_bytes = flags.kv_memory;
   eo.device = flags.device;
-  Engine engine(model->get(), std::move(*pools), eo, &metrics);
+  eo.shared_memory = pools->memory;
+  Engine engine(model->get(), std::move(pools->caches), eo, &metrics);
   engine.Start();
 
   std::unique_ptr<MetricsHttpServer> http;
@@ -252,11 +263,13 @@ int RunServe(int argc, char** argv) {
   std::string pool_list;
   const v1::ModelInfo info = engine.ModelInfo();
   for (const auto& p : info.codecs()) {
-    pool_list += " " + p.name() + "(" + std::to_string(p.num_pages()) + " pages)";
+    pool_list += " " + p.name();
   }
-  std::printf("vqserve: serving %s on %s:%d (%s, kv pools:%s, sink %d)%s; metrics on %s\n",
+  std::printf("vqserve: serving %s on %s:%d (%s, kv codecs:%s sharing %zu chunks of %zu bytes, "
+              "sink %d, prefix cache %s)%s; metrics on %s\n",
               (*model)->config().name.c_str(), flags.host.c_str(), (*server)->port(),
-              flags.device.c_str(), pool_list.c_str(), sink,
+              flags.device.c_str(), pool_list.c_str(), static_cast<size_t>(pools->memory.num_chunks),
+              pools->memory.chunk_bytes, sink, flags.prefix_cache ? "on" : "off",
               flags.tls_cert.empty() ? "" : " with tls",
               http ? (flags.host + ":" + std::to_string(http->port()) + "/metrics").c_str()
                    : "off");

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# ctest `load_small` (label load): the real `vqserve serve` on the cpu over one shared kv memory
+# of 64 MiB serving fp16 and kivi-k2v2, driven by bench/load_generator.py at a small size: a
+# closed-loop sweep (concurrency 1 and 4) of both codecs, an open-loop poisson cell and a
+# shared-system-prompt cell; 0 failed requests, and afterwards no kv held by any sequence
+# (what only the prefix cache holds is reclaimable) and nothing running or waiting.
+# exits 77 (skipped) when the default model or the python grpc stubs are missing.
+#   load_test.sh BIN_DIR SOURCE_DIR
+set -uo pipefail
+bin=$1 src=$2
+model=${VQSERVE_MODEL:-$src/models/SmolLM2-135M-Instruct.Q4_1.gguf}
+skip() { echo "load_small: $1: skipped"; [ -n "${CI:-}" ] && exit 1; exit 77; }
+[ -f "$model" ] || skip "$model missing"
+[ -f "$src/tools/python_client/gen/vqserve_pb2.py" ] || skip "python stubs missing (scripts/gen_python_stubs)"
+/usr/bin/python3 -c "import grpc" 2> /dev/null || skip "python3-grpcio missing"
+log=$(mktemp)
+"$bin/vqserve" serve --model "$model" --host 127.0.0.1 --port 0 --metrics-port 0 \
+  --kv-codecs fp16,kivi-k2v2 --kv-memory 64M --max-num-seqs 8 > "$log" 2>&1 &
+pid=$!
+for _ in $(seq 1 300); do
+  grep -q "serving" "$log" && break
+  kill -0 $pid 2> /dev/null || { echo "load_small: the server exited:"; cat "$log"; exit 1; }
+  sleep 0.2
+done
+line=$(grep "serving" "$log") || { echo "load_small: no 'serving' line:"; cat "$log"; kill $pid; exit 1; }
+echo "$line"
+grpc=$(echo "$line" | sed -E 's/.* on 127\.0\.0\.1:([0-9]+) .*/\1/')
+metrics=$(echo "$line" | sed -E 's/.*metrics on 127\.0\.0\.1:([0-9]+)\/metrics.*/\1/')
+fail=0
+gen=(/usr/bin/python3 "$src/bench/load_generator.py" --target "127.0.0.1:$grpc" --max-failed 0)
+"${gen[@]}" --codecs fp16,kivi-k2v2 --concurrency 1,4 --requests 8 --prompt-tokens 96 \
+  --max-tokens 8 || fail=1
+"${gen[@]}" --codecs kivi-k2v2 --concurrency "" --rate 4 --requests 8 --prompt-tokens 64 \
+  --max-tokens 8 --no-warmup || fail=1
+"${gen[@]}" --codecs fp16 --concurrency 4 --requests 8 --prompt-tokens 300 \
+  --shared-prefix-tokens 256 --max-tokens 4 --no-warmup \
+  --check-free "http://127.0.0.1:$metrics/metrics" || fail=1
+kill -TERM $pid
+wait $pid
+rc=$?
+[ $rc -eq 0 ] || { echo "load_small: exit status $rc after SIGTERM"; fail=1; }
+[ $fail -eq 0 ] || cat "$log"
+rm -f "$log"
+exit $fail
