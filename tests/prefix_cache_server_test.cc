@@ -46,7 +46,8 @@ std::vector<std::vector<int32_t>> Prompts() {
   return out;
 }
 
-StreamResult Run(TestServer& server, const std::vector<int32_t>& prompt, const std::string& codec) {
+StreamResult Serve(TestServer& server, const std::vector<int32_t>& prompt,
+                   const std::string& codec) {
   v1::GenerateRequest req = GreedyRequest("", 12, codec);
   req.clear_text();
   for (int32_t id : prompt) req.mutable_token_ids()->add_ids(id);
@@ -71,7 +72,7 @@ TEST(PrefixCacheServer, GreedyOutputsEqualWithAndWithoutTheCache) {
       cfg.scheduler.prefix_checkpoint_tokens = kCheckpoint;
       TestServer server(cfg);
       for (const auto& p : prompts) {
-        StreamResult r = Run(server, p, codec);
+        StreamResult r = Serve(server, p, codec);
         ASSERT_TRUE(r.status.ok()) << r.status.error_message();
         (cache ? with : without).push_back(r);
       }
