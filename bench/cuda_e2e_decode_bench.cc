@@ -10,6 +10,9 @@
 //   [--batch 16[,1...]] [--ctx 32768[,131072...]] [--short-ctx 256] [--warmup 4] [--steps 32]
 //   [--budget-gb 80]
 //   [--gguf PATH] [--sink-tokens 32 (coded caches; fp16 has none)]
+//   [--weights blocks,fp16 (how the gpu holds the weight matrices, a table each: blocks = a
+//   gguf's q8_0/q4_0/q4_1/q4_k/q5_k/q6_k tensors resident in their format, random weights as
+//   llama.cpp's Q4_K_M types; fp16 = dequantized at load / random fp16; default fp16)]
 //   [--graphs default|on|off|both (cuda graphs for decode steps; both: a row of each, same cache)]
 //   [--stagger 0|1 (1: sequence j starts j * page_tokens / batch tokens later, so that the
 //   sequences flush pages at different steps, as in serving)]
@@ -46,6 +49,7 @@ struct Args {
   double budget_gb = 80;
   std::string gguf;
   std::string graphs = "default";
+  std::vector<std::string> weights = {"fp16"};
   bool stagger = false;
 };
 
@@ -99,9 +103,12 @@ std::vector<int> IntList(const std::string& v) {
   return out;
 }
 
-int RunModel(const std::string& name, const Args& a) {
+int RunModel(const std::string& name, const std::string& weights_name, const Args& a) {
+  const CudaWeights weights =
+      weights_name == "blocks" ? CudaWeights::kBlocks : CudaWeights::kFp16;
   absl::StatusOr<std::unique_ptr<LlamaModel>> loaded =
-      a.gguf.empty() ? MakeRandomCudaLlamaModel(ShapeFor(name), 1) : LoadCudaLlamaModel(a.gguf);
+      a.gguf.empty() ? MakeRandomCudaLlamaModel(ShapeFor(name), 1, weights)
+                     : LoadCudaLlamaModel(a.gguf, weights);
   if (!loaded.ok()) {
     std::fprintf(stderr, "%s: %s\n", name.c_str(), std::string(loaded.status().message()).c_str());
     return 1;
@@ -114,10 +121,12 @@ int RunModel(const std::string& name, const Args& a) {
     cells += absl::StrCat(i ? ", " : "", a.batches[i], " x ", a.ctxs[i]);
   }
   std::printf("\n### %s: %d layers, hidden %d, %d q / %d kv heads, head_dim %d, ffn %d, vocab %d"
-              " (%s)\n\nbatch x context %s; %d timed decode steps after %d warm-up; short "
-              "context %d; kv budget %.0f GB; coded caches keep a %d-token fp16 sink%s\n\n",
+              " (%s; weights %s: %.2f GiB on the gpu)\n\nbatch x context %s; %d timed decode "
+              "steps after %d warm-up; short context %d; kv budget %.0f GB; coded caches keep a "
+              "%d-token fp16 sink%s\n\n",
               name.c_str(), c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads, c.head_dim,
               c.ffn_size, c.vocab_size, a.gguf.empty() ? "random weights" : a.gguf.c_str(),
+              weights_name.c_str(), CudaWeightBytes(model) / double(1 << 30),
               cells.c_str(), a.steps, a.warmup, a.short_ctx, a.budget_gb, a.sink_tokens,
               a.stagger ? "; sequences staggered over a page" : "");
   std::printf("| codec | batch x ctx | ms/step | tokens/s | vs fp16 | ms/step at ctx %d |"
@@ -210,6 +219,7 @@ int main(int argc, char** argv) {
     else if (k == "--gguf") a.gguf = v;
     else if (k == "--graphs") a.graphs = v;
     else if (k == "--stagger") a.stagger = v == "1";
+    else if (k == "--weights") a.weights = absl::StrSplit(v, ',');
     else {
       std::fprintf(stderr, "unknown flag %s\n", k.c_str());
       return 2;
@@ -234,8 +244,16 @@ int main(int argc, char** argv) {
     std::printf("cuda_e2e_decode_bench: skipped: %s\n", why.c_str());
     return 0;
   }
+  for (const std::string& w : a.weights) {
+    if (w != "fp16" && w != "blocks") {
+      std::fprintf(stderr, "--weights: unknown '%s' (blocks, fp16)\n", w.c_str());
+      return 2;
+    }
+  }
   for (const std::string& m : a.models) {
-    if (int rc = RunModel(m, a); rc != 0) return rc;
+    for (const std::string& w : a.weights) {
+      if (int rc = RunModel(m, w, a); rc != 0) return rc;
+    }
   }
   return 0;
 }

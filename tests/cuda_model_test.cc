@@ -1,6 +1,7 @@
 // the cuda llama model against the cpu one on the default model: greedy tokens of 3 prompts x
-// 32 steps are equal, logits agree within a tolerance (fp16 weights and activations on the gpu,
-// q4_1/q8_0 blocks with q8 activations on the cpu), and a batched step equals steps alone.
+// 32 steps are equal, logits agree within a tolerance (the gpu's weights resident as the file's
+// q4_1/q8_0 blocks, or dequantized to fp16 at load, with fp16 activations; q4_1/q8_0 blocks with
+// q8 activations or fp32 weights on the cpu), and a batched step equals steps alone.
 // skips itself without a cuda device or without the model (VQSERVE_MODEL picks another file).
 #include <gtest/gtest.h>
 
@@ -155,44 +156,54 @@ class CudaModelTest : public ::testing::Test {
 };
 
 TEST_F(CudaModelTest, GreedyTokensAndLogitsMatchCpu) {
-  for (bool quantized : {true, false}) {
-    LoadOptions options;
-    options.quantized_decode = quantized;
-    auto cpu = LlamaModel::Load(path_, options);
-    ASSERT_TRUE(cpu.ok()) << cpu.status();
-    auto cpu_cache = CpuCache(**cpu);
-    auto gpu_cache = GpuCache();
-    ASSERT_NE(gpu_cache, nullptr);
-    const std::vector<Continuation> ref = Greedy(**cpu, *cpu_cache, prompts_, /*batched=*/false);
-    // the gpu is fed the cpu's tokens, so that every step's logits are comparable.
-    const std::vector<Continuation> got = Greedy(*gpu_, *gpu_cache, prompts_, false, &ref);
-    double range = 0.0;
-    const double diff = MaxDiff(ref, got, &range);
-    int equal = 0, total = 0;
-    for (size_t j = 0; j < ref.size(); ++j) {
-      for (int s = 0; s < kSteps; ++s) {
-        ++total;
-        if (ref[j].argmax[s] == got[j].argmax[s]) {
-          ++equal;
-          continue;
+  // gpu_: the blocks resident (the default); then every tensor dequantized to fp16 at load.
+  auto fp16 = LoadCudaLlamaModel(path_, CudaWeights::kFp16);
+  ASSERT_TRUE(fp16.ok()) << fp16.status();
+  std::printf("gpu weight bytes: blocks resident %lld, fp16 %lld\n",
+              static_cast<long long>(CudaWeightBytes(*gpu_)),
+              static_cast<long long>(CudaWeightBytes(**fp16)));
+  EXPECT_LT(CudaWeightBytes(*gpu_), CudaWeightBytes(**fp16) / 2);
+  for (LlamaModel* gpu : {gpu_.get(), fp16->get()}) {
+    for (bool quantized : {true, false}) {
+      LoadOptions options;
+      options.quantized_decode = quantized;
+      auto cpu = LlamaModel::Load(path_, options);
+      ASSERT_TRUE(cpu.ok()) << cpu.status();
+      auto cpu_cache = CpuCache(**cpu);
+      auto gpu_cache = GpuCache();
+      ASSERT_NE(gpu_cache, nullptr);
+      const std::vector<Continuation> ref = Greedy(**cpu, *cpu_cache, prompts_, /*batched=*/false);
+      // the gpu is fed the cpu's tokens, so that every step's logits are comparable.
+      const std::vector<Continuation> got = Greedy(*gpu, *gpu_cache, prompts_, false, &ref);
+      double range = 0.0;
+      const double diff = MaxDiff(ref, got, &range);
+      int equal = 0, total = 0;
+      for (size_t j = 0; j < ref.size(); ++j) {
+        for (int s = 0; s < kSteps; ++s) {
+          ++total;
+          if (ref[j].argmax[s] == got[j].argmax[s]) {
+            ++equal;
+            continue;
+          }
+          // a different pick is acceptable only where the step's own logit error explains it:
+          // with every |cpu - gpu| logit <= e, the picks can differ only if the cpu's top-1 lead
+          // over the gpu's pick is <= 2 e (and e is held to kCpuRelTolerance below). the
+          // full default model flipped once in 192 steps, at a cpu lead of 8e-5 logits.
+          const std::vector<float>& cl = ref[j].logits[s];
+          const double step_diff = StepMaxDiff(cl, got[j].logits[s]);
+          const double margin = cl[ref[j].argmax[s]] - cl[got[j].argmax[s]];
+          std::printf("prompt %zu step %d: cpu %d gpu %d (cpu lead %.2e, step max |dlogit| %.2e)\n", j, s,
+                      ref[j].argmax[s], got[j].argmax[s], margin, step_diff);
+          EXPECT_LE(margin, 2.0 * step_diff) << "prompt " << j << " step " << s;
         }
-        // a different pick is acceptable only where the step's own logit error explains it:
-        // with every |cpu - gpu| logit <= e, the picks can differ only if the cpu's top-1 lead
-        // over the gpu's pick is <= 2 e (and e is held to kCpuRelTolerance below). the
-        // full default model flipped once in 192 steps, at a cpu lead of 8e-5 logits.
-        const std::vector<float>& cl = ref[j].logits[s];
-        const double step_diff = StepMaxDiff(cl, got[j].logits[s]);
-        const double margin = cl[ref[j].argmax[s]] - cl[got[j].argmax[s]];
-        std::printf("prompt %zu step %d: cpu %d gpu %d (cpu lead %.2e, step max |dlogit| %.2e)\n", j, s,
-                    ref[j].argmax[s], got[j].argmax[s], margin, step_diff);
-        EXPECT_LE(margin, 2.0 * step_diff) << "prompt " << j << " step " << s;
       }
+      std::printf("[cuda %s vs cpu %s] greedy tokens equal %d/%d; max |dlogit| %.4f, logit range "
+                  "%.2f, ratio %.5f\n",
+                  gpu == gpu_.get() ? "blocks resident" : "fp16 weights",
+                  quantized ? "q4_1/q8 (default)" : "fp32 weights", equal, total, diff, range,
+                  diff / range);
+      EXPECT_LE(diff, kCpuRelTolerance * range);
     }
-    std::printf("[cuda vs cpu %s] greedy tokens equal %d/%d; max |dlogit| %.4f, logit range "
-                "%.2f, ratio %.5f\n",
-                quantized ? "q4_1/q8 (default)" : "fp32 weights", equal, total, diff, range,
-                diff / range);
-    EXPECT_LE(diff, kCpuRelTolerance * range);
   }
 }
 

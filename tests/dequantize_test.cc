@@ -1,11 +1,17 @@
-// dequantization of every supported type against its formula, element by element, on random blocks.
+// dequantization of every supported type against its formula, element by element, on random
+// blocks, and the k-quants against the independent gguf-py dequantizer.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "runtime/gguf/ggml_type.h"
+#include "tests/test_paths.h"
 
 namespace vqserve {
 namespace {
@@ -164,6 +170,33 @@ TEST(DequantizeTest, Q4_K) {
       ASSERT_NEAR(y[k * 256 + e], want, 1e-4) << e;
     }
   }
+}
+
+// q4_k, q5_k, q6_k on random blocks against the independent gguf-py dequantizer
+// (tests/data/kquant_fixture.json, tools/make_kquant_fixture.py).
+TEST(DequantizeTest, KQuantsMatchGgufPy) {
+  std::ifstream in(testing::TestDataPath("kquant_fixture.json"));
+  ASSERT_TRUE(in.good());
+  const nlohmann::json fx = nlohmann::json::parse(in);
+  int types = 0;
+  for (const auto& c : fx["cases"]) {
+    const std::string name = c["type"];
+    GgmlType t = name == "Q4_K" ? GgmlType::kQ4_K : name == "Q5_K" ? GgmlType::kQ5_K
+                                                                   : GgmlType::kQ6_K;
+    ASSERT_TRUE(GetTypeTraits(static_cast<uint32_t>(t)).can_dequantize) << name;
+    const std::string hex = c["blocks_hex"];
+    std::vector<uint8_t> b(hex.size() / 2);
+    for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<uint8_t>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+    const auto& want = c["values"];
+    ASSERT_EQ(b.size() / GetTypeTraits(static_cast<uint32_t>(t)).type_size * 256, want.size());
+    auto y = DequantizeAll(t, b, static_cast<int64_t>(want.size()));
+    for (size_t i = 0; i < want.size(); ++i) {
+      const double w = want[i].get<double>();
+      ASSERT_NEAR(y[i], w, 1e-6 * std::max(1.0, std::fabs(w))) << name << " element " << i;
+    }
+    ++types;
+  }
+  EXPECT_EQ(types, 3);
 }
 
 TEST(DequantizeTest, TraitsAndSizes) {

@@ -14,7 +14,7 @@ bool CudaDeviceAvailable(std::string* why) {
   return false;
 }
 
-absl::StatusOr<std::unique_ptr<LlamaModel>> LoadCudaLlamaModel(const std::string&) {
+absl::StatusOr<std::unique_ptr<LlamaModel>> LoadCudaLlamaModel(const std::string&, CudaWeights) {
   return absl::UnimplementedError(kNoCuda);
 }
 

@@ -32,6 +32,7 @@
 #include "runtime/cuda/cuda_device_array.h"
 #include "runtime/cuda/cuda_graph_cache.h"
 #include "runtime/cuda/cuda_kv_cache.h"
+#include "runtime/cuda/cuda_weight_matrix.h"
 #include "runtime/model/forward_by_cache.h"
 #include "runtime/gguf/gguf_file.h"
 #include "runtime/model/llama_weights.h"
@@ -69,18 +70,14 @@ int PrefillSplitsDefault() {
   return env == nullptr ? 0 : std::clamp(std::atoi(env), 0, cuda::kMaxPrefillSplits);
 }
 
-// fp16 copy of `w` in device memory.
-void UploadHalf(const std::vector<float>& w, DeviceArray<__half>* out) {
-  std::vector<uint16_t> h(w.size());
-  cpu::FloatToHalfRow(w.data(), h.data(), static_cast<int64_t>(w.size()));
-  out->Reserve(w.size());
-  CheckCuda(cudaMemcpy(out->data(), h.data(), h.size() * 2, cudaMemcpyHostToDevice), "upload");
-}
+// the most fp16 elements of the scratch that prefill-size products of block weights
+// dequantize into (64 MiB; larger matrices go in row tiles).
+constexpr int64_t kScratchHalves = int64_t{32} << 20;
 
 // device weights of one transformer block; q/k/v and gate/up stacked as on the cpu.
 struct CudaLayer {
-  DeviceArray<float> attn_norm, ffn_norm;           // (hidden) fp32
-  DeviceArray<__half> wqkv, wo, wgate_up, wdown;  // (out, in) fp16
+  DeviceArray<float> attn_norm, ffn_norm;             // (hidden) fp32
+  CudaWeightMatrix wqkv, wo, wgate_up, wdown;  // (out, in), fp16 or ggml blocks
 };
 
 class CudaLlamaModel : public LlamaModel {
@@ -96,10 +93,15 @@ class CudaLlamaModel : public LlamaModel {
   }
   void Forward(std::span<const ForwardSeq> batch, std::vector<float>* logits) override;
 
-  // reads every tensor and uploads it; errors name the file and the tensor.
-  absl::Status Load(const GgufFile& file);
-  // pseudo-random weights of config_'s shape, made on the device.
-  absl::Status InitRandom(uint64_t seed);
+  // reads every tensor and uploads it (block formats kept as `weights` says); errors name the
+  // file and the tensor.
+  absl::Status Load(const GgufFile& file, CudaWeights weights);
+  // pseudo-random weights of config_'s shape, made on the device: fp16, or for kBlocks the
+  // block types of a llama.cpp Q4_K_M file (q4_k; q6_k for the head and, in the layers
+  // llama.cpp gives more bits, for attn_v and ffn_down).
+  absl::Status InitRandom(uint64_t seed, CudaWeights weights);
+  // device bytes of the weights (embeddings, head, blocks, norms).
+  int64_t weight_bytes() const;
   void set_use_graphs(bool on) { use_graphs_ = on; }
   void set_tiled_prefill(bool on) { tiled_prefill_ = on; }
   void set_prefill_splits(int splits) { prefill_splits_ = splits; }
@@ -124,16 +126,22 @@ class CudaLlamaModel : public LlamaModel {
   CudaCodecStep& CodecStepFor(KvPageFormat format);
   // the stream and the cublas handle on it, with a fixed workspace (needed for graph capture).
   void InitBlas();
-  // y (n, rows) fp32 (+)= x (n, cols) fp16 · w (rows, cols) fp16ᵀ, fp32 accumulation.
-  void Gemm(const __half* x, const __half* w, float* y, int n, int cols, int rows,
-            bool accumulate);
+  // y (n, w.rows) fp32 (+)= x (n, w.cols) fp16 · wᵀ, fp32 accumulation.
+  void Gemm(const __half* x, const CudaWeightMatrix& w, float* y, int n, bool accumulate);
+  // the scratch of prefill-size block-weight products, sized for the largest matrix.
+  void ReserveScratch();
 
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
   int rope_half_ = 0;
   DeviceArray<float> rope_freqs_;
-  DeviceArray<float> token_embd_;  // (vocab, hidden) fp32 for the gather
-  DeviceArray<__half> lm_head_;    // (vocab, hidden) fp16: output.weight or the tied embeddings
+  // the embeddings (vocab, hidden): fp32 for the gather, or as ggml blocks (token_embd_blocks_).
+  DeviceArray<float> token_embd_;
+  CudaWeightMatrix token_embd_blocks_;
+  // (vocab, hidden): output.weight, or the tied embeddings (then head_ may be the blocks above).
+  CudaWeightMatrix lm_head_;
+  const CudaWeightMatrix* head_ = &lm_head_;
+  DeviceArray<__half> scratch_;
   DeviceArray<float> output_norm_;
   std::vector<CudaLayer> layers_;
   // step activations, grown on demand.
@@ -162,7 +170,7 @@ void CudaLlamaModel::InitBlas() {
             "cublasSetWorkspace");
 }
 
-absl::Status CudaLlamaModel::Load(const GgufFile& file) {
+absl::Status CudaLlamaModel::Load(const GgufFile& file, CudaWeights weights) {
   const ModelConfig& c = config_;
   if (c.head_dim != 64 && c.head_dim != 128) {
     return absl::UnimplementedError(absl::StrCat(file.path(), ": the cuda backend needs head_dim "
@@ -171,17 +179,34 @@ absl::Status CudaLlamaModel::Load(const GgufFile& file) {
   InitBlas();
   const int64_t hid = c.hidden_size, qd = int64_t{c.num_heads} * c.head_dim,
                 kvd = int64_t{c.num_kv_heads} * c.head_dim, ffn = c.ffn_size;
+  const bool blocks = weights == CudaWeights::kBlocks;
   std::vector<float> w;
-  if (absl::Status s = ReadChecked(file, "token_embd.weight", {hid, c.vocab_size}, &w); !s.ok()) {
-    return s;
-  }
-  token_embd_.Upload(w);
-  if (file.FindTensor("output.weight") != nullptr) {
-    if (absl::Status s = ReadChecked(file, "output.weight", {hid, c.vocab_size}, &w); !s.ok()) {
+  // the embeddings: blocks when kept so (also the head when tied), else fp32.
+  const GgufTensor* embd = file.FindTensor("token_embd.weight");
+  const bool tied = file.FindTensor("output.weight") == nullptr;
+  if (blocks && embd != nullptr && KeepsBlocks(*embd, hid)) {
+    if (absl::Status s = token_embd_blocks_.Append(file, "token_embd.weight", c.vocab_size, hid,
+                                                   true);
+        !s.ok()) {
       return s;
     }
+    token_embd_blocks_.Upload();
+    if (tied) head_ = &token_embd_blocks_;
+  } else {
+    if (absl::Status s = ReadChecked(file, "token_embd.weight", {hid, c.vocab_size}, &w);
+        !s.ok()) {
+      return s;
+    }
+    token_embd_.Upload(w);
   }
-  UploadHalf(w, &lm_head_);
+  if (head_ == &lm_head_) {
+    if (absl::Status s = lm_head_.Append(file, tied ? "token_embd.weight" : "output.weight",
+                                         c.vocab_size, hid, blocks);
+        !s.ok()) {
+      return s;
+    }
+    lm_head_.Upload();
+  }
   if (absl::Status s = ReadChecked(file, "output_norm.weight", {hid}, &w); !s.ok()) return s;
   output_norm_.Upload(w);
   layers_ = std::vector<CudaLayer>(c.num_layers);
@@ -192,21 +217,17 @@ absl::Status CudaLlamaModel::Load(const GgufFile& file) {
     if (s.ok()) d.attn_norm.Upload(w);
     if (s.ok()) s = ReadChecked(file, p + "ffn_norm.weight", {hid}, &w);
     if (s.ok()) d.ffn_norm.Upload(w);
-    if (s.ok()) {
-      s = ReadStacked(file, {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"},
-                      {qd, kvd, kvd}, hid, &w);
-    }
-    if (s.ok()) UploadHalf(w, &d.wqkv);
-    if (s.ok()) s = ReadChecked(file, p + "attn_output.weight", {qd, hid}, &w);
-    if (s.ok()) UploadHalf(w, &d.wo);
-    if (s.ok()) {
-      s = ReadStacked(file, {p + "ffn_gate.weight", p + "ffn_up.weight"}, {ffn, ffn}, hid, &w);
-    }
-    if (s.ok()) UploadHalf(w, &d.wgate_up);
-    if (s.ok()) s = ReadChecked(file, p + "ffn_down.weight", {ffn, hid}, &w);
-    if (s.ok()) UploadHalf(w, &d.wdown);
+    if (s.ok()) s = d.wqkv.Append(file, p + "attn_q.weight", qd, hid, blocks);
+    if (s.ok()) s = d.wqkv.Append(file, p + "attn_k.weight", kvd, hid, blocks);
+    if (s.ok()) s = d.wqkv.Append(file, p + "attn_v.weight", kvd, hid, blocks);
+    if (s.ok()) s = d.wo.Append(file, p + "attn_output.weight", hid, qd, blocks);
+    if (s.ok()) s = d.wgate_up.Append(file, p + "ffn_gate.weight", ffn, hid, blocks);
+    if (s.ok()) s = d.wgate_up.Append(file, p + "ffn_up.weight", ffn, hid, blocks);
+    if (s.ok()) s = d.wdown.Append(file, p + "ffn_down.weight", hid, ffn, blocks);
     if (!s.ok()) return s;
+    for (CudaWeightMatrix* m : {&d.wqkv, &d.wo, &d.wgate_up, &d.wdown}) m->Upload();
   }
+  ReserveScratch();
   absl::StatusOr<std::vector<float>> freqs = LlamaRopeFrequencies(c, file);
   if (!freqs.ok()) return freqs.status();
   rope_half_ = static_cast<int>(freqs->size());
@@ -215,7 +236,7 @@ absl::Status CudaLlamaModel::Load(const GgufFile& file) {
   return absl::OkStatus();
 }
 
-absl::Status CudaLlamaModel::InitRandom(uint64_t seed) {
+absl::Status CudaLlamaModel::InitRandom(uint64_t seed, CudaWeights weights) {
   const ModelConfig& c = config_;
   if (c.head_dim != 64 && c.head_dim != 128) {
     return absl::UnimplementedError(
@@ -230,29 +251,39 @@ absl::Status CudaLlamaModel::InitRandom(uint64_t seed) {
   const int64_t hid = c.hidden_size, qd = int64_t{c.num_heads} * c.head_dim,
                 kvd = int64_t{c.num_kv_heads} * c.head_dim, ffn = c.ffn_size;
   uint64_t next = seed * 1000003;
+  const bool blocks = weights == CudaWeights::kBlocks;
+  constexpr int kF16 = static_cast<int>(GgmlType::kF16);
+  constexpr int kQ4K = static_cast<int>(GgmlType::kQ4_K), kQ6K = static_cast<int>(GgmlType::kQ6_K);
   // uniform in ±sqrt(3 / fan_in): unit-variance outputs for unit-variance inputs.
-  auto half = [&](DeviceArray<__half>* a, int64_t rows, int64_t cols) {
-    a->Reserve(size_t(rows * cols));
-    Check(cuda::LaunchFillRandomHalf(a->data(), rows * cols, std::sqrt(3.0f / cols), 0.0f,
-                                     next++, stream_),
-          "random weights");
+  auto fill = [&](CudaWeightMatrix* m, int type, int64_t rows, int64_t cols) {
+    m->AppendRandom(blocks ? type : kF16, rows, cols, std::sqrt(3.0f / cols), next++, stream_);
   };
   auto ones = [&](DeviceArray<float>* a) { a->Upload(std::vector<float>(hid, 1.0f)); };
-  token_embd_.Reserve(size_t(c.vocab_size) * hid);
-  Check(cuda::LaunchFillRandomFloat(token_embd_.data(), int64_t{c.vocab_size} * hid, 1.0f, 0.0f,
-                                    next++, stream_),
-        "random embeddings");
-  half(&lm_head_, c.vocab_size, hid);
+  if (blocks) {
+    token_embd_blocks_.AppendRandom(kQ4K, c.vocab_size, hid, 1.0f, next++, stream_);
+  } else {
+    token_embd_.Reserve(size_t(c.vocab_size) * hid);
+    Check(cuda::LaunchFillRandomFloat(token_embd_.data(), int64_t{c.vocab_size} * hid, 1.0f,
+                                      0.0f, next++, stream_),
+          "random embeddings");
+  }
+  fill(&lm_head_, kQ6K, c.vocab_size, hid);
   ones(&output_norm_);
   layers_ = std::vector<CudaLayer>(c.num_layers);
-  for (CudaLayer& d : layers_) {
+  const int nl = c.num_layers;
+  for (int l = 0; l < nl; ++l) {
+    CudaLayer& d = layers_[l];
+    // llama.cpp's use_more_bits: the first and last eighth of the layers and every third.
+    const bool more = l < nl / 8 || l >= 7 * nl / 8 || (l - nl / 8) % 3 == 2;
     ones(&d.attn_norm);
     ones(&d.ffn_norm);
-    half(&d.wqkv, qd + 2 * kvd, hid);
-    half(&d.wo, hid, qd);
-    half(&d.wgate_up, 2 * ffn, hid);
-    half(&d.wdown, hid, ffn);
+    fill(&d.wqkv, kQ4K, qd + kvd, hid);
+    fill(&d.wqkv, more ? kQ6K : kQ4K, kvd, hid);
+    fill(&d.wo, kQ4K, hid, qd);
+    fill(&d.wgate_up, kQ4K, 2 * ffn, hid);
+    fill(&d.wdown, more ? kQ6K : kQ4K, hid, ffn);
   }
+  ReserveScratch();
   cpu::RopeParams rp;
   rp.rope_dim = c.rope_dim;
   rp.theta = c.rope_theta;
@@ -263,14 +294,34 @@ absl::Status CudaLlamaModel::InitRandom(uint64_t seed) {
   return absl::OkStatus();
 }
 
-void CudaLlamaModel::Gemm(const __half* x, const __half* w, float* y, int n, int cols, int rows,
+void CudaLlamaModel::Gemm(const __half* x, const CudaWeightMatrix& w, float* y, int n,
                           bool accumulate) {
-  // column-major view: yᵀ (rows, n) = w (cols, rows)ᵀ · xᵀ (cols, n).
-  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-  CheckBlas(cublasGemmEx(blas_, CUBLAS_OP_T, CUBLAS_OP_N, rows, n, cols, &alpha, w, CUDA_R_16F,
-                         cols, x, CUDA_R_16F, cols, &beta, y, CUDA_R_32F, rows,
-                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-            "cublasGemmEx");
+  CudaMatmulContext ctx;
+  ctx.stream = stream_;
+  ctx.blas = blas_;
+  ctx.scratch = scratch_.data();
+  ctx.scratch_halves = static_cast<int64_t>(scratch_.size());
+  w.Multiply(x, n, y, accumulate, ctx);
+}
+
+void CudaLlamaModel::ReserveScratch() {
+  int64_t want = head_->ScratchWanted(kScratchHalves);
+  for (const CudaLayer& d : layers_) {
+    for (const CudaWeightMatrix* m : {&d.wqkv, &d.wo, &d.wgate_up, &d.wdown}) {
+      want = std::max(want, m->ScratchWanted(kScratchHalves));
+    }
+  }
+  if (want > 0) scratch_.Reserve(size_t(want));
+}
+
+int64_t CudaLlamaModel::weight_bytes() const {
+  int64_t b = int64_t(token_embd_.size() * sizeof(float)) + token_embd_blocks_.bytes() +
+              lm_head_.bytes() + int64_t(output_norm_.size() * sizeof(float));
+  for (const CudaLayer& d : layers_) {
+    b += int64_t((d.attn_norm.size() + d.ffn_norm.size()) * sizeof(float)) + d.wqkv.bytes() +
+         d.wo.bytes() + d.wgate_up.bytes() + d.wdown.bytes();
+  }
+  return b;
 }
 
 void CudaLlamaModel::Forward(std::span<const ForwardSeq> batch, std::vector<float>* logits) {
@@ -474,8 +525,12 @@ void CudaLlamaModel::RunLayers(const StepHost& h, CudaCodecStep& codec, cuda::Pa
   io.scale = 1.0f / std::sqrt(static_cast<float>(hd));
   io.decode = h.all_single;
   io.dp = dp;
-  Check(cuda::LaunchEmbeddingGather(d_ids, token_embd_.data(), x_.data(), n, hid, stream_),
-        "embedding");
+  if (token_embd_.size() > 0) {
+    Check(cuda::LaunchEmbeddingGather(d_ids, token_embd_.data(), x_.data(), n, hid, stream_),
+          "embedding");
+  } else {
+    token_embd_blocks_.GatherRows(d_ids, n, x_.data(), stream_);
+  }
   for (int l = 0; l < c.num_layers; ++l) {
     const CudaLayer& w = layers_[l];
     step.layer_offset = static_cast<int64_t>(cache.layer_page_bytes()) * l;
@@ -490,7 +545,7 @@ void CudaLlamaModel::RunLayers(const StepHost& h, CudaCodecStep& codec, cuda::Pa
     Check(cuda::LaunchRmsNormHalf(x_.data(), nullptr, w.attn_norm.data(), xn_.data(), n, hid,
                                   c.rms_eps, stream_),
           "attn norm");
-    Gemm(xn_.data(), w.wqkv.data(), qkv_.data(), n, hid, qkvd, false);
+    Gemm(xn_.data(), w.wqkv, qkv_.data(), n, false);
     if (pre_rope) {  // k and v before rope (adjacent in a qkv row), for the flushes
       CheckCuda(cudaMemcpy2DAsync(kv_pre_.data(), 2 * kvd * sizeof(float), qkv_.data() + qd,
                                   qkvd * sizeof(float), 2 * kvd * sizeof(float), n,
@@ -503,20 +558,20 @@ void CudaLlamaModel::RunLayers(const StepHost& h, CudaCodecStep& codec, cuda::Pa
           "rope q, k");
     Check(codec.Layer(cache, l, io, stream_), "kv cache and attention");
     Check(cuda::LaunchFloatToHalf(att_.data(), att16_.data(), int64_t{n} * qd, stream_), "cast");
-    Gemm(att16_.data(), w.wo.data(), x_.data(), n, qd, hid, /*accumulate=*/true);
+    Gemm(att16_.data(), w.wo, x_.data(), n, /*accumulate=*/true);
     // feed-forward block.
     Check(cuda::LaunchRmsNormHalf(x_.data(), nullptr, w.ffn_norm.data(), xn_.data(), n, hid,
                                   c.rms_eps, stream_),
           "ffn norm");
-    Gemm(xn_.data(), w.wgate_up.data(), gu_.data(), n, hid, 2 * ffn, false);
+    Gemm(xn_.data(), w.wgate_up, gu_.data(), n, false);
     Check(cuda::LaunchSiluMulHalf(gu_.data(), h_.data(), n, ffn, stream_), "silu_mul");
-    Gemm(h_.data(), w.wdown.data(), x_.data(), n, ffn, hid, /*accumulate=*/true);
+    Gemm(h_.data(), w.wdown, x_.data(), n, /*accumulate=*/true);
   }
   if (r > 0) {
     Check(cuda::LaunchRmsNormHalf(x_.data(), d_rows, output_norm_.data(), xn_.data(), r, hid,
                                   c.rms_eps, stream_),
           "output norm");
-    Gemm(xn_.data(), lm_head_.data(), logits_.data(), r, hid, c.vocab_size, false);
+    Gemm(xn_.data(), *head_, logits_.data(), r, false);
   }
 }
 
@@ -633,7 +688,13 @@ int64_t CudaGraphReplays(const LlamaModel& model) {
   return m != nullptr ? m->graph_replays() : 0;
 }
 
-absl::StatusOr<std::unique_ptr<LlamaModel>> LoadCudaLlamaModel(const std::string& path) {
+int64_t CudaWeightBytes(const LlamaModel& model) {
+  auto* m = dynamic_cast<const CudaLlamaModel*>(&model);
+  return m != nullptr ? m->weight_bytes() : 0;
+}
+
+absl::StatusOr<std::unique_ptr<LlamaModel>> LoadCudaLlamaModel(const std::string& path,
+                                                               CudaWeights weights) {
   std::string why;
   if (!CudaDeviceAvailable(&why)) return absl::FailedPreconditionError(why);
   absl::StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(path);
@@ -645,17 +706,18 @@ absl::StatusOr<std::unique_ptr<LlamaModel>> LoadCudaLlamaModel(const std::string
   absl::StatusOr<std::unique_ptr<Tokenizer>> tok = Tokenizer::FromGguf(**file);
   if (!tok.ok()) return tok.status();
   model->tokenizer_ = std::move(*tok);
-  if (absl::Status s = model->Load(**file); !s.ok()) return s;
+  if (absl::Status s = model->Load(**file, weights); !s.ok()) return s;
   return std::unique_ptr<LlamaModel>(std::move(model));
 }
 
 absl::StatusOr<std::unique_ptr<LlamaModel>> MakeRandomCudaLlamaModel(const ModelConfig& config,
-                                                                     uint64_t seed) {
+                                                                     uint64_t seed,
+                                                                     CudaWeights weights) {
   std::string why;
   if (!CudaDeviceAvailable(&why)) return absl::FailedPreconditionError(why);
   auto model = std::make_unique<CudaLlamaModel>();
   model->config_ = config;
-  if (absl::Status s = model->InitRandom(seed); !s.ok()) return s;
+  if (absl::Status s = model->InitRandom(seed, weights); !s.ok()) return s;
   return std::unique_ptr<LlamaModel>(std::move(model));
 }
 

@@ -2,8 +2,9 @@
 #define VQSERVE_RUNTIME_CUDA_CUDA_LLAMA_MODEL_H_
 
 // the llama forward pass on a cuda device: the cpu LlamaModel's interface and results (within
-// fp16 rounding), with weights in device memory as fp16 (dequantized from the gguf at load),
-// cublas gemms with fp32 accumulation and the kv cache in a CudaKvCache.
+// fp16 rounding), with weight matrices in device memory in their gguf block format or as fp16
+// (CudaWeights, runtime/cuda/cuda_weight_matrix.h), fp32 accumulation and the kv cache in a
+// CudaKvCache.
 
 #include <cstdint>
 #include <memory>
@@ -18,8 +19,14 @@ namespace vqserve {
 // a model of `config`'s shape with pseudo-random weights made on the device from `seed`
 // (uniform, variance 1 / fan-in; norms 1; rope frequencies of rope_theta, no scaling), for
 // benchmarks: speed does not depend on weight values. it has no tokenizer (tokenizer() aborts).
-absl::StatusOr<std::unique_ptr<LlamaModel>> MakeRandomCudaLlamaModel(const ModelConfig& config,
-                                                                     uint64_t seed);
+// kFp16: fp16 matrices, fp32 embeddings; kBlocks: random blocks of the types of a llama.cpp
+// Q4_K_M file (q4_k; q6_k for the head and, in the layers llama.cpp gives more bits, attn_v
+// and ffn_down).
+absl::StatusOr<std::unique_ptr<LlamaModel>> MakeRandomCudaLlamaModel(
+    const ModelConfig& config, uint64_t seed, CudaWeights weights = CudaWeights::kFp16);
+
+// device bytes of a cuda model's weights (embeddings, head, blocks, norms; 0 for other models).
+int64_t CudaWeightBytes(const LlamaModel& model);
 
 // turns cuda graphs for decode steps on or off for a model of LoadCudaLlamaModel or
 // MakeRandomCudaLlamaModel (default: on unless VQSERVE_CUDA_GRAPHS=0); results are the same

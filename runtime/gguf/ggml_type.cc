@@ -100,6 +100,23 @@ void DequantQ4_K(const uint8_t* b, float* y) {  // d dmin scales[12] qs[128]
     q += 32; is += 2;
   }
 }
+void DequantQ5_K(const uint8_t* b, float* y) {  // d dmin scales[12] qh[32] qs[128]
+  float d = HalfToFloat(Load16(b)), min = HalfToFloat(Load16(b + 2));
+  const uint8_t* scales = b + 4;
+  const uint8_t* qh = b + 16;
+  const uint8_t* ql = b + 48;
+  int is = 0;
+  for (int j = 0; j < kQKK; j += 64) {  // sub-blocks is, is + 1: qh bits is, is + 1
+    uint8_t sc, m;
+    ScaleMinK4(is, scales, &sc, &m);
+    float d1 = d * sc, m1 = min * m;
+    ScaleMinK4(is + 1, scales, &sc, &m);
+    float d2 = d * sc, m2 = min * m;
+    for (int l = 0; l < 32; ++l) *y++ = d1 * ((ql[l] & 0xF) | (((qh[l] >> is) & 1) << 4)) - m1;
+    for (int l = 0; l < 32; ++l) *y++ = d2 * ((ql[l] >> 4) | (((qh[l] >> (is + 1)) & 1) << 4)) - m2;
+    ql += 32; is += 2;
+  }
+}
 
 constexpr GgmlTypeTraits kUnknown{"unknown", 0, 0, false};
 
@@ -119,7 +136,7 @@ GgmlTypeTraits GetTypeTraits(uint32_t type) {
     case GgmlType::kQ2_K: return {"Q2_K", 256, 84, false};
     case GgmlType::kQ3_K: return {"Q3_K", 256, 110, false};
     case GgmlType::kQ4_K: return {"Q4_K", 256, 144, true};
-    case GgmlType::kQ5_K: return {"Q5_K", 256, 176, false};
+    case GgmlType::kQ5_K: return {"Q5_K", 256, 176, true};
     case GgmlType::kQ6_K: return {"Q6_K", 256, 210, true};
     case GgmlType::kQ8_K: return {"Q8_K", 256, 292, false};
     case GgmlType::kI8: return {"I8", 1, 1, false};
@@ -162,6 +179,7 @@ void Dequantize(GgmlType type, const void* src, float* dst, int64_t n) {
     case GgmlType::kQ5_1: fn = DequantQ5_1; break;
     case GgmlType::kQ8_0: fn = DequantQ8_0; break;
     case GgmlType::kQ4_K: fn = DequantQ4_K; break;
+    case GgmlType::kQ5_K: fn = DequantQ5_K; break;
     case GgmlType::kQ6_K: fn = DequantQ6_K; break;
     default: return;  // callers check can_dequantize first
   }

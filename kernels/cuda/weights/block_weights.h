@@ -1,0 +1,45 @@
+#ifndef VQSERVE_KERNELS_CUDA_WEIGHTS_BLOCK_WEIGHTS_H_
+#define VQSERVE_KERNELS_CUDA_WEIGHTS_BLOCK_WEIGHTS_H_
+
+// matrices kept in a ggml block format on the device (block_formats.h): the fused
+// dequantize-and-multiply kernel of decode-size batches, the dequantization to fp16 (prefill
+// batches multiply that with cublas), the embedding gather, and random blocks for benchmarks.
+// a matrix w is (rows, cols), row r's blocks at w + r * BlockRowBytes(format, cols); cols a
+// multiple of the block size. launchers return an empty string on success, else the error.
+
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/cuda/weights/block_formats.h"
+
+namespace vqserve::cuda {
+
+// the most batch columns one pass of LaunchBlockGemv takes; more run in passes of this many,
+// each reading the weights again.
+constexpr int kBlockGemvMaxColumns = 16;
+
+// y (n, ldy) fp32, columns [0, rows): y[j][r] (+)= sum_k x[j][k] * w[r][k], x (n, ldx) fp16,
+// fp32 accumulation; each weight byte read once per pass. n >= 1.
+std::string LaunchBlockGemv(BlockFormat format, const uint8_t* w, int rows, int cols,
+                            const __half* x, int64_t ldx, int n, float* y, int64_t ldy,
+                            bool accumulate, cudaStream_t stream);
+
+// out (rows, cols) fp16 = w (rows, cols), round to nearest even.
+std::string LaunchDequantizeToHalf(BlockFormat format, const uint8_t* w, int64_t rows, int cols,
+                                   __half* out, cudaStream_t stream);
+
+// out (n, cols) fp32 = rows ids[i] of w (the embedding gather).
+std::string LaunchGatherRows(BlockFormat format, const uint8_t* w, const int32_t* ids, int n,
+                             int cols, float* out, cudaStream_t stream);
+
+// w (rows, cols): random bytes of `seed` with every block's fp16 scale fields set so that the
+// values lie within about ±amplitude (benchmarks: speed does not depend on the values).
+std::string LaunchFillRandomBlocks(BlockFormat format, uint8_t* w, int64_t rows, int cols,
+                                   float amplitude, uint64_t seed, cudaStream_t stream);
+
+}  // namespace vqserve::cuda
+
+#endif  // VQSERVE_KERNELS_CUDA_WEIGHTS_BLOCK_WEIGHTS_H_
