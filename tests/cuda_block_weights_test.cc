@@ -89,6 +89,12 @@ double RelativeError(const std::vector<float>& got, const std::vector<double>& r
   return std::sqrt(num / std::max(den, 1e-30));
 }
 
+// relative error allowed for a product of n columns: fp32 rounding where the gpu multiplies in
+// fp32 (the fused kernel at 1-2 columns); fp16 rounding where weights and products pass
+// through fp16 (the fused kernel at 3+ columns, the scratch path above 16), as the fp16
+// weights' cublas path does.
+double Tolerance(int n) { return n <= 2 ? 1e-5 : 3e-3; }
+
 template <class T>
 void ToDevice(const std::vector<T>& host, DeviceArray<T>* dev) { dev->Upload(host); }
 
@@ -136,7 +142,7 @@ TEST_P(CudaBlockWeightsTest, KernelsMatchCpuDequantizeAndFloat64Matmul) {
     }
     const std::vector<double> ref =
         Reference(w, x, accumulate ? base : std::vector<float>(), c.rows, c.cols, c.batch);
-    EXPECT_LE(RelativeError(got, ref), 1e-5)
+    EXPECT_LE(RelativeError(got, ref), Tolerance(c.batch))
         << name << " rows " << c.rows << " cols " << c.cols << " batch " << c.batch
         << (accumulate ? " accumulate" : "");
   }
@@ -236,10 +242,9 @@ TEST(CudaWeightMatrixTest, StackedFormatsMultiplyLikeFloat64) {
     m.Multiply(reinterpret_cast<const __half*>(dx.data()), n, dy.data(), false, ctx);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const std::vector<float> y = dy.Download();
-    // above 16 columns the blocks go through fp16: their rounding bounds the error.
     EXPECT_LE(RelativeError(std::vector<float>(y.begin(), y.begin() + size_t(n) * rows),
                             Reference(w, x, {}, rows, cols, n)),
-              n <= cuda::kBlockGemvMaxColumns ? 1e-5 : 2e-3)
+              Tolerance(n))
         << "batch " << n;
   }
   cublasDestroy(blas);

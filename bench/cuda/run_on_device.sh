@@ -15,8 +15,11 @@
 #     per codec on cuda and cpu; serve = `vqserve serve --device cuda` and `--device cpu` per
 #     codec, greedy answers side by side; e2e = cuda_e2e_decode_bench per codec on the real
 #     weights (batch 16 x 32K) and on the llama-3.1-8b shape (random weights), E2E_ARGS
-#     appended; bench = attention_bench beside pytorch sdpa (sdpa_bench.py) at BENCH_SIZES.
-#     logs go to $OUT.
+#     appended; bench = attention_bench beside pytorch sdpa (sdpa_bench.py) at BENCH_SIZES;
+#     weights = cuda_e2e_decode_bench with the weights dequantized to fp16 and resident as
+#     gguf blocks (--weights fp16,blocks), batch 1 and 16 at short context, on the 8b shape
+#     (random weights; blocks of llama.cpp's Q4_K_M types) and the default model.
+#     logs go to $OUT. BUNDLE_DIR: where call 3's bundle.tar.xz is (default .devbuild/fullC).
 set -o pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" /tmp/keep
@@ -25,7 +28,7 @@ if [ "${STAGE:-0}" = 1 ]; then
   ls -la /tmp/keep && echo "staged"
   exit 0
 fi
-DIR=.devbuild/fullC
+DIR=${BUNDLE_DIR:-.devbuild/fullC}
 if [ ! -f /tmp/full.gguf ]; then
   for f in part1.xz part2.xz vecinfer-k2v2.vqcb; do
     [ -f /tmp/keep/$f ] || { echo "/tmp/keep/$f missing: stage calls 1 and 2 first, on the same warm machine"; exit 1; }
@@ -128,6 +131,21 @@ if [[ " $WHAT " == *" e2e "* ]]; then
       --steps 32 --warmup 8 ${E2E_ARGS:-}
     echo "exit: $?"
   } 2>&1 | tee "$OUT/e2e.log"
+fi
+
+if [[ " $WHAT " == *" weights "* ]]; then
+  {
+    for b in 1 16; do
+      echo "== cuda_e2e_decode_bench llama8b shape, fp16 vs block weights, batch $b"
+      $B/cuda_e2e_decode_bench --models llama8b --weights fp16,blocks --codecs fp16 --batch $b \
+        --ctx 512 --short-ctx 256 --steps 32 --warmup 4
+      echo "exit: $?"
+      echo "== cuda_e2e_decode_bench default model (q4_1/q8_0), fp16 vs block weights, batch $b"
+      $B/cuda_e2e_decode_bench --gguf $M --models smollm2 --weights fp16,blocks --codecs fp16 \
+        --batch $b --ctx 512 --short-ctx 256 --steps 64 --warmup 8
+      echo "exit: $?"
+    done
+  } 2>&1 | tee "$OUT/weights.log"
 fi
 
 if [[ " $WHAT " == *" bench "* ]]; then
