@@ -117,7 +117,7 @@ class CudaModelTest : public ::testing::Test {
     VQ_SKIP_WITHOUT_CUDA_DEVICE();
     path_ = testing::DefaultModelPath();
     if (path_.empty()) GTEST_SKIP() << "no model in models/ (and VQSERVE_MODEL unset)";
-    auto gpu = LoadCudaLlamaModel(path_);
+    auto gpu = LoadCudaLlamaModel(path_, CudaWeights::kBlocks);
     ASSERT_TRUE(gpu.ok()) << gpu.status();
     gpu_ = std::move(*gpu);
     const Tokenizer& tok = gpu_->tokenizer();
@@ -156,7 +156,7 @@ class CudaModelTest : public ::testing::Test {
 };
 
 TEST_F(CudaModelTest, GreedyTokensAndLogitsMatchCpu) {
-  // gpu_: the blocks resident (the default); then every tensor dequantized to fp16 at load.
+  // gpu_: the blocks resident; then every tensor dequantized to fp16 at load (the default).
   auto fp16 = LoadCudaLlamaModel(path_, CudaWeights::kFp16);
   ASSERT_TRUE(fp16.ok()) << fp16.status();
   std::printf("gpu weight bytes: blocks resident %lld, fp16 %lld\n",

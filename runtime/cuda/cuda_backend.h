@@ -20,16 +20,17 @@ namespace vqserve {
 // the reason in *why.
 bool CudaDeviceAvailable(std::string* why);
 
-// how the gpu holds a gguf's weight matrices: kBlocks keeps q8_0, q4_0, q4_1, q4_k, q5_k and
-// q6_k tensors in their block format (fused dequantize-and-multiply kernels; other types as
-// fp16); kFp16 dequantizes every tensor to fp16 at load (cublas).
+// how the gpu holds a gguf's weight matrices: kFp16 dequantizes every tensor to fp16 at load
+// (cublas; the default while it is the faster); kBlocks keeps q8_0, q4_0, q4_1, q4_k, q5_k and
+// q6_k tensors in their block format (about a quarter of the memory; fused
+// dequantize-and-multiply kernels, slower today: docs/performance.md; other types as fp16).
 enum class CudaWeights { kBlocks, kFp16 };
 
 // loads `path` onto the current cuda device. the model's Forward takes batches whose
 // sequences all use one cache of MakeCudaKvCacheOf and returns host logits, as the cpu
 // model's. errors name the file and the problem, or say that cuda is unavailable.
 absl::StatusOr<std::unique_ptr<LlamaModel>> LoadCudaLlamaModel(
-    const std::string& path, CudaWeights weights = CudaWeights::kBlocks);
+    const std::string& path, CudaWeights weights = CudaWeights::kFp16);
 
 // ok when the cuda runtime can hold codec `name` ("fp16", "kivi-k2v2", "kivi-k4v4", every
 // vecinfer width, "commvq-2", "commvq-1") for kv heads of `head_dim` (64 or 128; 0: not

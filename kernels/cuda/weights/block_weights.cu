@@ -19,10 +19,7 @@ int GridFor(int64_t work) {
 // y (n, ldy) (+)= x (n, ldx) · w (rows, cols)ᵀ for n <= NB columns. grid: rows / kGemvWarps
 // blocks of kGemvWarps warps; warp = row r; lane l takes chunks l, l + 32, ... of the row:
 // dequantizes its 8 weights once and multiplies them with the same 8 elements of each column
-// of x (16-byte loads); the lanes' partial sums meet in a warp reduction. NB <= 2 (memory
-// bound) multiplies in fp32; NB >= 4, where the multiplies would bound it, the weights are
-// rounded to fp16 (as the fp16 path's) and each chunk's 8 products summed as fp16 pairs
-// (half2 fma) before the fp32 accumulation.
+// of x (16-byte loads), in fp32; the lanes' partial sums meet in a warp reduction.
 template <BlockFormat F, int NB>
 __global__ void __launch_bounds__(kGemvWarps * 32)
     BlockGemvKernel(const uint8_t* __restrict__ w, int rows, int cols,
@@ -40,29 +37,16 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
   for (int c = lane; c < chunks; c += 32) {
     float wv[8];
     Dequant8<F>(row, c, wv);
-    __half2 wh[4];
-    if constexpr (NB >= 4) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) wh[i] = __floats2half2_rn(wv[2 * i], wv[2 * i + 1]);
-    }
 #pragma unroll
     for (int j = 0; j < NB; ++j) {
       if (j < n) {
         const uint4 raw = *reinterpret_cast<const uint4*>(x + j * ldx + 8 * int64_t{c});
         const __half2* h = reinterpret_cast<const __half2*>(&raw);
-        if constexpr (NB >= 4) {
-          __half2 p = __hmul2(wh[0], h[0]);
 #pragma unroll
-          for (int i = 1; i < 4; ++i) p = __hfma2(wh[i], h[i], p);
-          const float2 f = __half22float2(p);
-          acc[j] += f.x + f.y;
-        } else {
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            const float2 f = __half22float2(h[i]);
-            acc[j] = fmaf(wv[2 * i], f.x, acc[j]);
-            acc[j] = fmaf(wv[2 * i + 1], f.y, acc[j]);
-          }
+        for (int i = 0; i < 4; ++i) {
+          const float2 f = __half22float2(h[i]);
+          acc[j] = fmaf(wv[2 * i], f.x, acc[j]);
+          acc[j] = fmaf(wv[2 * i + 1], f.y, acc[j]);
         }
       }
     }

@@ -22,9 +22,7 @@ namespace vqserve::cuda {
 constexpr int kBlockGemvMaxColumns = 16;
 
 // y (n, ldy) fp32, columns [0, rows): y[j][r] (+)= sum_k x[j][k] * w[r][k], x (n, ldx) fp16,
-// fp32 accumulation; each weight byte read once per pass. n <= 2: fp32 products; n >= 3:
-// weights rounded to fp16 and products summed in fp16 pairs per 8 elements (relative error of
-// fp16 rounding, as the fp16 weights' cublas path). n >= 1.
+// fp32 products and accumulation; each weight byte read once per pass. n >= 1.
 std::string LaunchBlockGemv(BlockFormat format, const uint8_t* w, int rows, int cols,
                             const __half* x, int64_t ldx, int n, float* y, int64_t ldy,
                             bool accumulate, cudaStream_t stream);
