@@ -290,14 +290,14 @@ class Soak:
         return out
 
     async def wait_idle(self):
-        """waits (up to 60 s) for every page free and nothing waiting or running."""
+        """waits (up to 60 s) for no kv held by any sequence and nothing waiting or running.
+        pages the prefix cache alone keeps (vqserve:prefix_cache_bytes, reclaimable) are not
+        held by a sequence: kv_cache_usage_perc counts only what sequences hold."""
         end = time.monotonic() + 60
         while True:
             m = await asyncio.to_thread(self.scrape)
-            free = {k.split("{")[1]: v for k, v in m.items() if k.startswith("vqserve:kv_pages_free")}
-            total = {k.split("{")[1]: v for k, v in m.items()
-                     if k.startswith("vqserve:kv_pages_total")}
-            idle = (free == total and m.get("vqserve:num_requests_waiting") == 0
+            idle = (m.get("vqserve:kv_cache_usage_perc") == 0
+                    and m.get("vqserve:num_requests_waiting") == 0
                     and m.get("vqserve:num_requests_running") == 0)
             if idle or time.monotonic() > end:
                 return idle, m
@@ -361,7 +361,8 @@ class Soak:
         if not idle:
             self.fail("after the load: pages/gauges not back to idle: %s" % {
                 k: v for k, v in metrics.items()
-                if "pages" in k or "num_requests" in k})
+                if "pages" in k or "num_requests" in k or "usage_perc" in k
+                or "prefix_cache_bytes" in k})
         preemptions = metrics.get("vqserve:num_preemptions_total", 0)
         if preemptions == 0:
             self.fail("no preemption happened: the load did not exceed the kv memory")
