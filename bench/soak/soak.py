@@ -52,6 +52,7 @@ PROMPTS = [
     ("Summarize the plot of a detective novel you invent.", 64),
 ]
 
+HOG_KEYS = 64  # api keys of the hog, one per hog run
 # kind -> weight; "hog" runs one at a time (it owns an api key).
 KINDS = {"complete": 30, "slow": 12, "cancel": 12, "deadline": 12, "abort": 10, "bad": 14,
          "hog": 4}
@@ -94,6 +95,7 @@ class Soak:
         self.refs = {}
         self.rss = []                          # (seconds since load start, kB)
         self.hog_lock = asyncio.Lock()
+        self.hogs = 0
         self.next_id = 0
 
     def fail(self, msg):
@@ -238,7 +240,12 @@ class Soak:
     async def hog(self, stub):
         """opens the limit's worth of streams with one key, then one more: refused."""
         async with self.hog_lock:
-            md = [("authorization", "Bearer soak-hog")]
+            # a fresh key each time: the server frees a cancelled stream's slot after the
+            # client's cancel returns, so a key reused at once could still hold slots.
+            if self.hogs >= HOG_KEYS:
+                return
+            md = [("authorization", "Bearer soak-hog-%d" % self.hogs)]
+            self.hogs += 1
             calls = [stub.Generate(self.request(7), metadata=md)
                      for _ in range(self.args.max_streams_per_client)]
             for c in calls:
@@ -308,7 +315,8 @@ class Soak:
         tmp = tempfile.mkdtemp(prefix="vqserve-soak-")
         keys = os.path.join(tmp, "keys")
         with open(keys, "w") as f:
-            f.write("".join("soak-key-%d\n" % w for w in range(a.workers + 1)) + "soak-hog\n")
+            f.write("".join("soak-key-%d\n" % w for w in range(a.workers + 1)))
+            f.write("".join("soak-hog-%d\n" % i for i in range(HOG_KEYS)))
         cmd = [a.binary, "serve", "--model", a.model, "--host", "127.0.0.1", "--port", "0",
                "--metrics-port", "0", "--kv-memory", a.kv_memory, "--max-num-seqs",
                str(a.max_num_seqs), "--max-waiting", "256", "--api-keys-file", keys,
