@@ -261,9 +261,10 @@ class Soak:
                 c.cancel()
                 ends.append((await self.stream(c))[0])
                 self.expect("hog (cancelled)", ends[-1], {"CANCELLED", "OK"})
-            # a held stream that finished by itself (OK) may have freed its slot before the
-            # extra one arrived: then the extra one may run.
-            allowed = {"RESOURCE_EXHAUSTED"} | ({"OK"} if "OK" in ends else set())
+            # a held stream (short) may have finished on the server and freed its slot before the
+            # extra one arrived, though the client still sees it cancelled: then the extra one may
+            # run. tests/server_limits_test.cc checks the bound itself deterministically.
+            allowed = {"RESOURCE_EXHAUSTED", "OK"}
             if self.expect("hog (stream %d)" % (len(calls) + 1), code, allowed) and \
                     code != "OK" and "max_streams_per_client" not in details:
                 self.fail("hog: '%s' does not name the limit" % details)
