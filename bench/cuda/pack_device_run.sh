@@ -7,10 +7,10 @@
 #   .devbuild/fullB: part2.xz = the rest of the model; vecinfer-k2v2.vqcb; long_prompt.txt;
 #   .devbuild/fullD (only when COMMVQ_VQCB names one): commvq-2.vqcb calibrated on the full
 #     model (28 MB: a fourth call stages it).
-#   bash bench/cuda/pack_device_run.sh [BUILD=build] [VQCB=models/default.vqcb]
+#   bash bench/cuda/pack_device_run.sh [BUILD=build] [VQCB=data/quality/vecinfer-k2v2.vqcb]
 set -euo pipefail
 BUILD=${1:-build}
-VQCB=${2:-models/default.vqcb}
+VQCB=${2:-data/quality/vecinfer-k2v2.vqcb}
 MODEL=${MODEL:-models/SmolLM2-135M-Instruct.Q4_1.gguf}
 SPLIT=${SPLIT:-66000000}
 mkdir -p .devbuild/fullA .devbuild/fullB
