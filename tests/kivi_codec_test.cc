@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "tests/util/codec_check.h"
@@ -95,17 +96,46 @@ TEST(KiviCodecTest, AttentionOnCodesEqualsDequantizeThenAttend) {
   }
 }
 
+// the vs-exact errors of PagedCacheFlushBoundaries measured on 2026-12-03 (its data are
+// deterministic). with 128 fp16 tokens and 32-token pages nothing is coded below 160 tokens.
+struct KiviMeasured {
+  int n, chunk;
+  double k4_max, k4_rms, k2_max, k2_rms;
+};
+constexpr KiviMeasured kKiviMeasured[] = {
+    {127, 1, 0, 0, 0, 0},
+    {127, 37, 0, 0, 0, 0},
+    {128, 1, 0, 0, 0, 0},
+    {128, 37, 0, 0, 0, 0},
+    {129, 1, 0, 0, 0, 0},
+    {129, 37, 0, 0, 0, 0},
+    {160, 1, 0.0451, 0.0383, 0.1953, 0.1856},
+    {160, 37, 0.0451, 0.0108, 0.1953, 0.0521},
+    {161, 1, 0.0529, 0.0391, 0.2026, 0.1948},
+    {161, 37, 0.0529, 0.0152, 0.2026, 0.0720},
+    {1000, 37, 0.0892, 0.0778, 0.3748, 0.3575},
+    {8000, 37, 0.1011, 0.0761, 0.4844, 0.4209},
+};
+
+// flushes through the paged cache equal float64 attention on the decoded pages (correctness);
+// the error against the raw inputs (quantization) stays within 1.25x of its measured value.
+// kivi-k4v4 must also be far closer than attention that ignores the keys (the mean of the
+// values: rms 0.29-0.40 here). kivi-k2v2's error is the 2-bit floor of these gaussian values
+// (0.36-0.42 rms from 1000 tokens on): there it is no closer than the keyless estimate, since
+// these diffuse queries (x0.1) barely depend on the keys, so it is bounded against zeros (1).
 TEST(KiviCodecTest, PagedCacheFlushBoundaries) {
-  for (int n : {127, 128, 129, 160, 161, 1000, 8000}) {
-    for (int chunk : {1, 37}) {
-      if (chunk == 1 && n >= 1000) continue;
-      auto r = CheckPagedDecode(MakeKiviCodec(Shape(2, 2, 4, 64), 4), n, chunk, 3);
-      auto r2 = CheckPagedDecode(MakeKiviCodec(Shape(1, 1, 3, 128), 2), n, chunk, 4);
-      EXPECT_LT(r.vs_dequantized, 1e-4) << n << " chunk " << chunk;
-      std::printf("n %d chunk %d: kivi4 %.2e / %.3f, kivi2 %.2e / %.3f\n", n, chunk, r.vs_dequantized, r.vs_exact, r2.vs_dequantized, r2.vs_exact);
-      EXPECT_LT(r.vs_exact, 0.15) << n << " chunk " << chunk;
-      EXPECT_LT(r2.vs_dequantized, 1e-4) << n << " chunk " << chunk;
-      EXPECT_LT(r2.vs_exact, 0.6) << n << " chunk " << chunk;
+  for (const KiviMeasured& m : kKiviMeasured) {
+    const std::string at = " n " + std::to_string(m.n) + " chunk " + std::to_string(m.chunk);
+    auto r = CheckPagedDecode(MakeKiviCodec(Shape(2, 2, 4, 64), 4), m.n, m.chunk, 3);
+    auto r2 = CheckPagedDecode(MakeKiviCodec(Shape(1, 1, 3, 128), 2), m.n, m.chunk, 4);
+    EXPECT_LT(r.vs_dequantized, 1e-4) << at;
+    EXPECT_LT(r2.vs_dequantized, 1e-4) << at;
+    EXPECT_EQ(r.coded_tokens > 0, m.n >= 160) << at;
+    testing::ExpectErrorAsMeasured(r, m.k4_max, m.k4_rms, "kivi4" + at);
+    testing::ExpectErrorAsMeasured(r2, m.k2_max, m.k2_rms, "kivi2" + at);
+    if (r.coded_tokens > 0) {
+      EXPECT_LT(r.rms_vs_exact, 0.35 * r.keyless_rms_vs_exact) << "kivi4" << at;
+      EXPECT_LT(r2.rms_vs_exact, 0.5) << "kivi2" << at;
     }
   }
 }

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/hadamard.h"
@@ -128,19 +129,41 @@ TEST(VecInferCodecTest, AttentionOnCodesEqualsDequantizeThenAttend) {
   }
 }
 
+// the vs-exact errors of PagedCacheFlushBoundaries measured on 2026-12-03 (deterministic data).
+struct VecInferMeasured {
+  int n, chunk;
+  double max, rms;
+};
+constexpr VecInferMeasured kVecInferMeasured[] = {
+    {127, 1, 0, 0},           {127, 37, 0, 0},          {128, 1, 0, 0},
+    {128, 37, 0, 0},          {129, 1, 0, 0},           {129, 37, 0, 0},
+    {160, 1, 0.1622, 0.1435}, {160, 37, 0.1622, 0.0413}, {161, 1, 0.1899, 0.1535},
+    {161, 37, 0.1899, 0.0576}, {1000, 37, 0.3711, 0.3092}, {8000, 37, 0.5031, 0.4258},
+};
+
+// the codebooks are trained on 2048 tokens of each layer's stream that follow the 8000 the test
+// feeds (same distribution, none of the checked tokens). a codebook trained on the stream's own
+// first 512 tokens (as before) flattered 1000 tokens (rms 0.24, 512 of them memorised by 256
+// centroids a sub-space) and overfitted the rest (0.53 at 8000). the error still grows from 1000
+// to 8000 tokens, as kivi-k2v2's does (no training): a 2-bit cache of these gaussian values is
+// bounded against zeros (1), not against the keyless estimate (0.34 and 0.32 rms at 1000 and
+// 8000 tokens, printed).
 TEST(VecInferCodecTest, PagedCacheFlushBoundaries) {
   KvShape s{2, 2, 6, 64};
-  auto cb = Train(s, "vecinfer-k2v2", 512, 4);
-  for (int n : {127, 128, 129, 160, 161, 1000, 8000}) {
-    for (int chunk : {1, 37}) {
-      if (chunk == 1 && n >= 1000) continue;
-      auto r = CheckPagedDecode(MakeVecInferCodec(cb), n, chunk, 40);
-      EXPECT_LT(r.vs_dequantized, 1e-4) << n << " chunk " << chunk;
-      std::printf("n %d chunk %d: vs dequantized %.2e, vs exact %.3f\n", n, chunk, r.vs_dequantized, r.vs_exact);
-      // quantization error (not correctness): synthetic keys drift from the 512 training
-      // tokens over long streams (measured 0.33 at 1000 tokens, 0.66 at 8000).
-      EXPECT_LT(r.vs_exact, n > 1000 ? 0.8 : 0.5) << n << " chunk " << chunk;
-    }
+  auto opts = VecInferOptionsForName("vecinfer-k2v2");
+  ASSERT_TRUE(opts.ok()) << opts.status();
+  opts->iterations = 4;
+  opts->num_threads = 2;
+  auto trained = TrainVecInfer(SyntheticCalibration(s, 2048, 40, /*skip=*/8000), *opts);
+  ASSERT_TRUE(trained.ok()) << trained.status();
+  auto cb = std::make_shared<const VecInferCodebooks>(std::move(*trained));
+  for (const VecInferMeasured& m : kVecInferMeasured) {
+    const std::string at = "n " + std::to_string(m.n) + " chunk " + std::to_string(m.chunk);
+    auto r = CheckPagedDecode(MakeVecInferCodec(cb), m.n, m.chunk, 40);
+    EXPECT_LT(r.vs_dequantized, 1e-4) << at;
+    EXPECT_EQ(r.coded_tokens > 0, m.n >= 160) << at;
+    testing::ExpectErrorAsMeasured(r, m.max, m.rms, at);
+    if (r.coded_tokens > 0) EXPECT_LT(r.rms_vs_exact, 0.5) << at;
   }
 }
 

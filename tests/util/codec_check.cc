@@ -1,7 +1,10 @@
 #include "tests/util/codec_check.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <random>
 
@@ -33,13 +36,16 @@ void SyntheticKv(const KvShape& s, int tokens, uint64_t seed, std::vector<float>
   }
 }
 
-CalibrationData SyntheticCalibration(const KvShape& shape, int tokens, uint64_t seed) {
+CalibrationData SyntheticCalibration(const KvShape& shape, int tokens, uint64_t seed, int skip) {
   CalibrationData data;
   data.shape = shape;
   data.layers.resize(shape.num_layers);
+  const size_t row = static_cast<size_t>(shape.num_kv_heads) * shape.head_dim;
   for (int l = 0; l < shape.num_layers; ++l) {
     LayerSamples& ls = data.layers[l];
-    SyntheticKv(shape, tokens, seed + 100 * l, &ls.k_rope, &ls.v);
+    SyntheticKv(shape, skip + tokens, seed + 100 * l, &ls.k_rope, &ls.v);
+    ls.k_rope.erase(ls.k_rope.begin(), ls.k_rope.begin() + skip * row);
+    ls.v.erase(ls.v.begin(), ls.v.begin() + skip * row);
     ls.num_tokens = tokens;
     for (int t = 0; t < tokens; ++t) ls.positions.push_back(t);
   }
@@ -144,6 +150,7 @@ PagedCheck CheckPagedDecode(std::unique_ptr<KvCodec> codec, int n, int chunk, ui
   std::vector<float> out;
   int done = 0;
   PagedCheck result;
+  double err2 = 0, keyless_err2 = 0, exact2 = 0;
   while (done < n) {
     const int step = std::min(chunk, n - done);
     KvSeqRef seq{0, table.data(), num_pages, done};
@@ -163,6 +170,11 @@ PagedCheck CheckPagedDecode(std::unique_ptr<KvCodec> codec, int n, int chunk, ui
         rv[i] = RoundHalf(vs[l][i]);
       }
       int decoded = 0;  // tokens of rk/rv replaced by decoded pages so far
+      // running sum of the values over the tokens before done, per (kv head, channel).
+      std::vector<double> vsum(row, 0.0);
+      for (int t = 0; t < done; ++t) {
+        for (int j = 0; j < row; ++j) vsum[j] += vs[l][static_cast<size_t>(t) * row + j];
+      }
       for (int i = 0; i < step; ++i) {
         const int pos = done + i;
         for (; decoded < CodedTokens(cache->spec(), pos + 1); decoded += P) {
@@ -176,11 +188,42 @@ PagedCheck CheckPagedDecode(std::unique_ptr<KvCodec> codec, int n, int chunk, ui
         auto exact = ReferenceAttention(s, qi, ks[l].data(), vs[l].data(), pos + 1);
         result.vs_dequantized = std::max(result.vs_dequantized, MaxHeadRelError(s, ref, oi));
         result.vs_exact = std::max(result.vs_exact, MaxHeadRelError(s, exact, oi));
+        for (int j = 0; j < row; ++j) vsum[j] += vs[l][static_cast<size_t>(pos) * row + j];
+        const int group = s.num_heads / s.num_kv_heads;
+        for (int j = 0; j < qrow; ++j) {
+          const int h = j / s.head_dim / group, c = j % s.head_dim;
+          const double keyless = vsum[h * s.head_dim + c] / (pos + 1);
+          err2 += (oi[j] - exact[j]) * (oi[j] - exact[j]);
+          keyless_err2 += (keyless - exact[j]) * (keyless - exact[j]);
+          exact2 += exact[j] * exact[j];
+        }
+        result.coded_tokens = CodedTokens(cache->spec(), pos + 1);
       }
     }
     done += step;
   }
+  result.rms_vs_exact = std::sqrt(err2 / std::max(exact2, 1e-300));
+  result.keyless_rms_vs_exact = std::sqrt(keyless_err2 / std::max(exact2, 1e-300));
   return result;
+}
+
+void ExpectErrorAsMeasured(const PagedCheck& r, double measured_max, double measured_rms,
+                           const std::string& label) {
+  if (r.coded_tokens == 0) {
+    std::printf("%s: nothing coded, vs exact max %.1e (bound 1e-3), keyless rms %.4f\n",
+                label.c_str(), r.vs_exact, r.keyless_rms_vs_exact);
+  } else {
+    std::printf("%s: %d tokens coded, vs exact max %.4f (bound %.4f), rms %.4f (bound %.4f); "
+                "keyless rms %.4f, zeros 1\n",
+                label.c_str(), r.coded_tokens, r.vs_exact, kMeasuredMargin * measured_max,
+                r.rms_vs_exact, kMeasuredMargin * measured_rms, r.keyless_rms_vs_exact);
+  }
+  if (r.coded_tokens == 0) {
+    EXPECT_LT(r.vs_exact, 1e-3) << label << ": nothing coded, only fp16 rounding";
+    return;
+  }
+  EXPECT_LE(r.vs_exact, kMeasuredMargin * measured_max) << label;
+  EXPECT_LE(r.rms_vs_exact, kMeasuredMargin * measured_rms) << label;
 }
 
 }  // namespace vqserve::testing

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "runtime/calibration/calibration_data.h"
@@ -14,8 +15,12 @@ namespace vqserve::testing {
 // as real post-rope keys have. deterministic for `seed`.
 void SyntheticKv(const KvShape& shape, int tokens, uint64_t seed, std::vector<float>* k,
                  std::vector<float>* v);
-// calibration data of `tokens` synthetic tokens per layer (post-rope keys and values).
-CalibrationData SyntheticCalibration(const KvShape& shape, int tokens, uint64_t seed);
+// calibration data of `tokens` synthetic tokens per layer (post-rope keys and values): layer l
+// holds tokens [skip, skip + tokens) of SyntheticKv(shape, ..., seed + 100 l), the stream
+// CheckPagedDecode(codec, n, chunk, seed) feeds layer l. with skip >= n a codebook is trained on
+// tokens of the same distribution that the checked stream does not contain.
+CalibrationData SyntheticCalibration(const KvShape& shape, int tokens, uint64_t seed,
+                                     int skip = 0);
 
 // float64 causal-free attention of one query position over n tokens.
 // q: (num_heads, D); k, v: (n, kv_heads, D); returns (num_heads, D).
@@ -34,13 +39,29 @@ double MaxHeadRelError(const KvShape& shape, const std::vector<double>& a, const
 // float -> fp16 -> float.
 float RoundHalf(float x);
 
+// errors relative to the float64 attention on the raw fp32 inputs ("exact"). for scale: an
+// all-zero output has error 1 in both measures.
 struct PagedCheck {
   double vs_dequantized = 0;  // paged attention vs float64 attention on decoded pages + fp16 ring
-  double vs_exact = 0;        // paged attention vs float64 attention on the raw fp32 inputs
+  double vs_exact = 0;        // paged attention vs exact: max over queries, layers and heads
+  // paged attention vs exact over every checked query, layer and head: sqrt(sum |o - exact|^2 /
+  // sum |exact|^2) (the max above is set by the head whose output is smallest).
+  double rms_vs_exact = 0;
+  // the same measure for the keyless estimate: each head's output replaced by the mean of its
+  // values over the attended tokens (attention that ignores the keys).
+  double keyless_rms_vs_exact = 0;
+  int coded_tokens = 0;  // tokens held in coded pages at the last checked query
 };
 // feeds n tokens of synthetic k/v (chunks of `chunk`) through a PagedKvCache of the codec for
 // `layer` 0..num_layers-1, then checks the queries of the last chunk on every layer.
 PagedCheck CheckPagedDecode(std::unique_ptr<KvCodec> codec, int n, int chunk, uint64_t seed);
+
+// the quantization error of a check against its value measured on the same deterministic data:
+// with nothing coded (only fp16 rounding) vs_exact < 1e-3; otherwise vs_exact and rms_vs_exact
+// at most kMeasuredMargin times the measured ones. prints measured, bound and the keyless error.
+inline constexpr double kMeasuredMargin = 1.25;
+void ExpectErrorAsMeasured(const PagedCheck& r, double measured_max, double measured_rms,
+                           const std::string& label);
 
 }  // namespace vqserve::testing
 
