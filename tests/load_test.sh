@@ -13,19 +13,12 @@ skip() { echo "load_small: $1: skipped"; [ -n "${CI:-}" ] && exit 1; exit 77; }
 [ -f "$model" ] || skip "$model missing"
 [ -f "$src/tools/python_client/gen/vqserve_pb2.py" ] || skip "python stubs missing (scripts/gen_python_stubs)"
 /usr/bin/python3 -c "import grpc" 2> /dev/null || skip "python3-grpcio missing"
+source "${BASH_SOURCE%/*}/util/serve_helpers.sh"
+SERVE_LABEL=load_small
 log=$(mktemp)
-"$bin/vqserve" serve --model "$model" --host 127.0.0.1 --port 0 --metrics-port 0 \
-  --kv-codecs fp16,kivi-k2v2 --kv-memory 64M --max-num-seqs 8 > "$log" 2>&1 &
-pid=$!
-for _ in $(seq 1 300); do
-  grep -q "serving" "$log" && break
-  kill -0 $pid 2> /dev/null || { echo "load_small: the server exited:"; cat "$log"; exit 1; }
-  sleep 0.2
-done
-line=$(grep "serving" "$log") || { echo "load_small: no 'serving' line:"; cat "$log"; kill $pid; exit 1; }
-echo "$line"
-grpc=$(echo "$line" | sed -E 's/.* on 127\.0\.0\.1:([0-9]+) .*/\1/')
-metrics=$(echo "$line" | sed -E 's/.*metrics on 127\.0\.0\.1:([0-9]+)\/metrics.*/\1/')
+serve_start "$bin/vqserve" "$log" 60 --model "$model" --kv-codecs fp16,kivi-k2v2 --kv-memory 64M \
+  --max-num-seqs 8 || exit 1
+grpc=$SERVE_GRPC_PORT metrics=$SERVE_METRICS_PORT
 fail=0
 gen=(/usr/bin/python3 "$src/bench/load_generator.py" --target "127.0.0.1:$grpc" --max-failed 0)
 "${gen[@]}" --codecs fp16,kivi-k2v2 --concurrency 1,4 --requests 8 --prompt-tokens 96 \
@@ -35,8 +28,7 @@ gen=(/usr/bin/python3 "$src/bench/load_generator.py" --target "127.0.0.1:$grpc" 
 "${gen[@]}" --codecs fp16 --concurrency 4 --requests 8 --prompt-tokens 300 \
   --shared-prefix-tokens 256 --max-tokens 4 --no-warmup \
   --check-free "http://127.0.0.1:$metrics/metrics" || fail=1
-kill -TERM $pid
-wait $pid
+serve_stop TERM
 rc=$?
 [ $rc -eq 0 ] || { echo "load_small: exit status $rc after SIGTERM"; fail=1; }
 [ $fail -eq 0 ] || cat "$log"

@@ -12,34 +12,19 @@ set -uo pipefail
 bin=$1 src=$2
 model=${VQSERVE_MODEL:-$src/models/SmolLM2-135M-Instruct.Q4_1.gguf}
 [ -f "$model" ] || { echo "serve_drain: $model missing: skipped"; [ -n "${CI:-}" ] && exit 1; exit 77; }
+source "${BASH_SOURCE%/*}/util/serve_helpers.sh"
 dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+trap 'serve_cleanup; rm -rf "$dir"' EXIT
 fail=0
-
-# waits (up to $3 s) until file $1 matches pattern $2; 1 when it does not, or process $4 ended.
-wait_for() {
-  local file=$1 pattern=$2 limit=$3 pid=${4:-}
-  for _ in $(seq 1 $((limit * 20))); do
-    grep -q "$pattern" "$file" 2> /dev/null && return 0
-    [ -n "$pid" ] && ! kill -0 "$pid" 2> /dev/null && { grep -q "$pattern" "$file" 2> /dev/null; return; }
-    sleep 0.05
-  done
-  return 1
-}
 
 # case NAME DRAIN_TIMEOUT MAX_TOKENS WANT_FINISH WANT_ABORTED
 run_case() {
   local name=$1 drain=$2 max=$3 want_finish=$4 want_aborted=$5
   local log=$dir/$name.server out=$dir/$name.out err=$dir/$name.err
-  "$bin/vqserve" serve --model "$model" --host 127.0.0.1 --port 0 --metrics-port 0 \
-    --drain-timeout "$drain" > "$log" 2>&1 &
-  local pid=$!
-  if ! wait_for "$log" "serving" 300 $pid; then
-    echo "serve_drain[$name]: the server did not start:"; cat "$log"; kill $pid 2> /dev/null
-    fail=1; return
-  fi
-  local port
-  port=$(grep "serving" "$log" | sed -E 's/.* on 127\.0\.0\.1:([0-9]+) .*/\1/')
+  SERVE_LABEL="serve_drain[$name]"
+  serve_start "$bin/vqserve" "$log" 300 --model "$model" --drain-timeout "$drain" ||
+    { fail=1; return; }
+  local pid=$SERVE_PID port=$SERVE_GRPC_PORT
   "$bin/vqctl" --target "127.0.0.1:$port" generate --prompt "Once upon a time" \
     --max-tokens "$max" --ignore-eos --temperature 0 --usage > "$out" 2> "$err" &
   local client=$!

@@ -8,18 +8,11 @@ set -uo pipefail
 bin=$1 src=$2
 model=${VQSERVE_MODEL:-$src/models/SmolLM2-135M-Instruct.Q4_1.gguf}
 [ -f "$model" ] || { echo "serve_smoke: $model missing: skipped"; [ -n "${CI:-}" ] && exit 1; exit 77; }
+source "${BASH_SOURCE%/*}/util/serve_helpers.sh"
+SERVE_LABEL=serve_smoke
 log=$(mktemp)
-"$bin/vqserve" serve --model "$model" --host 127.0.0.1 --port 0 --metrics-port 0 > "$log" 2>&1 &
-pid=$!
-for _ in $(seq 1 300); do
-  grep -q "serving" "$log" && break
-  kill -0 $pid 2> /dev/null || { echo "serve_smoke: the server exited:"; cat "$log"; exit 1; }
-  sleep 0.2
-done
-line=$(grep "serving" "$log") || { echo "serve_smoke: no 'serving' line:"; cat "$log"; kill $pid; exit 1; }
-echo "$line"
-grpc=$(echo "$line" | sed -E 's/.* on 127\.0\.0\.1:([0-9]+) .*/\1/')
-metrics=$(echo "$line" | sed -E 's/.*metrics on 127\.0\.0\.1:([0-9]+)\/metrics.*/\1/')
+serve_start "$bin/vqserve" "$log" 60 --model "$model" || exit 1
+grpc=$SERVE_GRPC_PORT metrics=$SERVE_METRICS_PORT
 fail=0
 # the default model's greedy continuation names the capital; the counter then holds its 4 tokens.
 text=$("$bin/vqctl" --target "127.0.0.1:$grpc" generate --prompt "The capital of France is" \
@@ -34,8 +27,7 @@ values = [float(l.split()[-1]) for l in body.splitlines()
 assert values and sum(values) >= 4, f"generation_tokens_total {values}: the 4 tokens not counted"
 print("serve_smoke: /metrics ok,", sum(1 for l in body.splitlines() if l.startswith("vqserve:")), "samples")
 PY
-kill -TERM $pid
-wait $pid
+serve_stop TERM
 rc=$?
 [ $rc -eq 0 ] || { echo "serve_smoke: exit status $rc after SIGTERM"; fail=1; }
 [ $fail -eq 0 ] || cat "$log"
