@@ -117,8 +117,10 @@ constexpr KiviMeasured kKiviMeasured[] = {
     {8000, 37, 0.1011, 0.0761, 0.4844, 0.4209},
 };
 
-// flushes through the paged cache equal float64 attention on the decoded pages (correctness);
-// the error against the raw inputs (quantization) stays within 1.25x of its measured value.
+// flushes through the paged cache equal float64 attention on the decoded pages and on pages the
+// codec encodes outside the cache (correctness: a token flushed into the wrong page fails the
+// latter, rel. error ~0.1, not the former); the error against the raw inputs (quantization)
+// stays within 1.25x of its measured value.
 // kivi-k4v4 must also be far closer than attention that ignores the keys (the mean of the
 // values: rms 0.29-0.40 here). kivi-k2v2's error is the 2-bit floor of these gaussian values
 // (0.36-0.42 rms from 1000 tokens on): there it is no closer than the keyless estimate, since
@@ -130,6 +132,8 @@ TEST(KiviCodecTest, PagedCacheFlushBoundaries) {
     auto r2 = CheckPagedDecode(MakeKiviCodec(Shape(1, 1, 3, 128), 2), m.n, m.chunk, 4);
     EXPECT_LT(r.vs_dequantized, 1e-4) << at;
     EXPECT_LT(r2.vs_dequantized, 1e-4) << at;
+    EXPECT_LT(r.vs_standalone, 1e-4) << at;
+    EXPECT_LT(r2.vs_standalone, 1e-4) << at;
     EXPECT_EQ(r.coded_tokens > 0, m.n >= 160) << at;
     testing::ExpectErrorAsMeasured(r, m.k4_max, m.k4_rms, "kivi4" + at);
     testing::ExpectErrorAsMeasured(r2, m.k2_max, m.k2_rms, "kivi2" + at);

@@ -169,7 +169,12 @@ PagedCheck CheckPagedDecode(std::unique_ptr<KvCodec> codec, int n, int chunk, ui
         rk[i] = RoundHalf(ks[l][i]);
         rv[i] = RoundHalf(vs[l][i]);
       }
-      int decoded = 0;  // tokens of rk/rv replaced by decoded pages so far
+      // the same from pages the codec encodes itself (no cache) from the fp16-rounded inputs
+      // at their positions: where the cache put each token's codes is checked against it.
+      const std::vector<float> hk = rk, hv = rv;
+      std::vector<float> sk = rk, sv = rv;
+      std::vector<uint8_t> page(raw_codec->LayerPageBytes());
+      int decoded = 0;  // tokens of rk/rv (and sk/sv) replaced by decoded pages so far
       // running sum of the values over the tokens before done, per (kv head, channel).
       std::vector<double> vsum(row, 0.0);
       for (int t = 0; t < done; ++t) {
@@ -181,12 +186,17 @@ PagedCheck CheckPagedDecode(std::unique_ptr<KvCodec> codec, int n, int chunk, ui
           raw_codec->DecodePage(l, decoded, cache->page_slice(table[decoded / P], l),
                                 rk.data() + static_cast<size_t>(decoded) * row,
                                 rv.data() + static_cast<size_t>(decoded) * row);
+          const size_t at = static_cast<size_t>(decoded) * row;
+          raw_codec->EncodePage(l, decoded, hk.data() + at, hv.data() + at, page.data());
+          raw_codec->DecodePage(l, decoded, page.data(), sk.data() + at, sv.data() + at);
         }
         const float* qi = q.data() + static_cast<size_t>(pos) * qrow;
         const float* oi = out.data() + static_cast<size_t>(i) * qrow;
         auto ref = ReferenceAttention(s, qi, rk.data(), rv.data(), pos + 1);
         auto exact = ReferenceAttention(s, qi, ks[l].data(), vs[l].data(), pos + 1);
         result.vs_dequantized = std::max(result.vs_dequantized, MaxHeadRelError(s, ref, oi));
+        auto standalone = ReferenceAttention(s, qi, sk.data(), sv.data(), pos + 1);
+        result.vs_standalone = std::max(result.vs_standalone, MaxHeadRelError(s, standalone, oi));
         result.vs_exact = std::max(result.vs_exact, MaxHeadRelError(s, exact, oi));
         for (int j = 0; j < row; ++j) vsum[j] += vs[l][static_cast<size_t>(pos) * row + j];
         const int group = s.num_heads / s.num_kv_heads;

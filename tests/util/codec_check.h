@@ -43,6 +43,9 @@ float RoundHalf(float x);
 // all-zero output has error 1 in both measures.
 struct PagedCheck {
   double vs_dequantized = 0;  // paged attention vs float64 attention on decoded pages + fp16 ring
+  // paged attention vs float64 attention on pages the codec encodes and decodes itself, outside
+  // the cache, from the fp16-rounded inputs at their positions (+ the fp16 tokens).
+  double vs_standalone = 0;
   double vs_exact = 0;        // paged attention vs exact: max over queries, layers and heads
   // paged attention vs exact over every checked query, layer and head: sqrt(sum |o - exact|^2 /
   // sum |exact|^2) (the max above is set by the head whose output is smallest).
