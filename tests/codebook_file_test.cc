@@ -92,6 +92,28 @@ TEST(CodebookFileTest, RefusesAnotherVersionInOneLine) {
   EXPECT_EQ(r.status().message().find('\n'), std::string::npos);
 }
 
+// keys written in order by Serialize; a file whose keys repeat or go back (found by the
+// codebook_file fuzzer: two empty parameter keys parsed into one) is refused in one line.
+TEST(CodebookFileTest, RefusesRepeatedOrUnorderedKeys) {
+  KvShape s{1, 1, 1, 64};
+  CodebookFile f = SmallVecInferFile(s);
+  f.params = {{"aaaa", "1"}, {"bbbb", "2"}};
+  const std::string good = f.Serialize();
+  ASSERT_TRUE(CodebookFile::Parse(good, "x.vqcb").ok());
+  for (auto [key, want] : {std::pair{"aaaa", "parameter keys repeat 'aaaa'"},
+                           std::pair{"aaa0", "parameter keys out of order at 'aaa0'"}}) {
+    std::string bytes = good;
+    const size_t at = bytes.find("bbbb");
+    ASSERT_NE(at, std::string::npos);
+    bytes.replace(at, 4, key);
+    const uint64_t sum = Hash64(std::string_view(bytes).substr(0, bytes.size() - 8));
+    std::memcpy(bytes.data() + bytes.size() - 8, &sum, 8);
+    auto r = CodebookFile::Parse(bytes, "x.vqcb");
+    ASSERT_FALSE(r.ok()) << key;
+    EXPECT_EQ(r.status().message(), std::string("x.vqcb: ") + want);
+  }
+}
+
 TEST(CodebookFileTest, RefusesAnotherModel) {
   const std::string model = testing::DefaultModelPath();
   if (model.empty()) VQ_SKIP_UNLESS_CI << "default model missing";

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -176,15 +177,25 @@ absl::StatusOr<CodebookFile> CodebookFile::Parse(std::string_view bytes, const s
   f.model.num_kv_heads = kv;
   f.model.num_heads = heads;
   f.model.head_dim = dim;
+  // keys come in strictly increasing order (Serialize writes the maps in order): a repeated or
+  // out-of-order key is refused rather than silently dropped or reordered.
+  auto in_order = [&](const std::map<std::string, std::string>& m, const std::string& k,
+                      const char* what) -> std::string {
+    if (m.empty() || m.rbegin()->first < k) return "";
+    return absl::StrCat(what, " keys ", m.count(k) ? "repeat" : "out of order at", " '",
+                        absl::CHexEscape(k.substr(0, 64)), "'");
+  };
   for (uint32_t i = 0; i < n; ++i) {
     std::string k, v;
     if (!r.Str(&k) || !r.Str(&v)) return bad("truncated parameters");
+    if (std::string why = in_order(f.params, k, "parameter"); !why.empty()) return bad(why);
     f.params[k] = v;
   }
   if (!r.U32(&n)) return bad("truncated blob table");
   for (uint32_t i = 0; i < n; ++i) {
     std::string k, v;
     if (!r.Str(&k) || !r.Str(&v)) return bad("truncated blob");
+    if (std::string why = in_order(f.blobs, k, "blob"); !why.empty()) return bad(why);
     f.blobs[k] = std::move(v);
   }
   if (r.pos() + 8 != body.size()) return bad("trailing bytes after the blobs");
