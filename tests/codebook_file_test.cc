@@ -147,6 +147,17 @@ TEST(CodebookFileTest, FactoryChecksCodecNameAndShape) {
   EXPECT_FALSE(MakeCodec("vecinfer-k4v4", s, &f).ok());
   EXPECT_FALSE(MakeCodec("vecinfer-k2v2", KvShape{2, 2, 4, 128}, &f).ok());
   EXPECT_FALSE(MakeCodec("nonsense", s, nullptr).ok());
+  // names read from an artifact stay one line in errors (codebook_file fuzzer finding: a codec
+  // name starting with a newline).
+  auto unknown = MakeCodec("\nivi-k2v", s, nullptr);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().message().find('\n'), std::string::npos) << unknown.status();
+  EXPECT_NE(unknown.status().message().find("'\\nivi-k2v'"), std::string::npos) << unknown.status();
+  CodebookFile other = f;
+  other.codec = "vecinfer\n";
+  auto mismatch = MakeCodec("vecinfer-k2v2", s, &other);
+  ASSERT_FALSE(mismatch.ok());
+  EXPECT_EQ(mismatch.status().message().find('\n'), std::string::npos) << mismatch.status();
   f.blobs.erase("lambda");
   EXPECT_FALSE(MakeCodec("vecinfer-k2v2", s, &f).ok());
   for (const std::string& name : {"fp16", "kivi-k2v2", "kivi-k4v4"}) {

@@ -1,5 +1,6 @@
 #include "runtime/kv/codec_factory.h"
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -32,7 +33,7 @@ absl::StatusOr<std::unique_ptr<KvCodec>> MakeCodec(const std::string& name, cons
     return MakeKiviCodec(shape, name == "kivi-k2v2" ? 2 : 4);
   }
   if (!CodecNeedsCodebooks(name)) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown codec '", name, "' (known: ",
+    return absl::InvalidArgumentError(absl::StrCat("unknown codec '", absl::CHexEscape(name), "' (known: ",
                                                    absl::StrJoin(KnownCodecs(), ", "), ")"));
   }
   if (codebooks == nullptr) {
@@ -40,7 +41,8 @@ absl::StatusOr<std::unique_ptr<KvCodec>> MakeCodec(const std::string& name, cons
   }
   if (codebooks->codec != name) {
     return absl::InvalidArgumentError(
-        absl::StrCat("codebooks were calibrated for codec '", codebooks->codec, "', not '", name, "'"));
+        absl::StrCat("codebooks were calibrated for codec '", absl::CHexEscape(codebooks->codec),
+                     "', not '", absl::CHexEscape(name), "'"));
   }
   KvShape cs = codebooks->model.kv_shape();
   if (cs.num_layers != shape.num_layers || cs.num_kv_heads != shape.num_kv_heads ||
