@@ -152,7 +152,7 @@ TEST(CodebookFileTest, FactoryChecksCodecNameAndShape) {
   auto unknown = MakeCodec("\nivi-k2v", s, nullptr);
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.status().message().find('\n'), std::string::npos) << unknown.status();
-  EXPECT_NE(unknown.status().message().find("'\\nivi-k2v'"), std::string::npos) << unknown.status();
+  EXPECT_NE(unknown.status().message().find("'\\x0aivi-k2v'"), std::string::npos) << unknown.status();
   CodebookFile other = f;
   other.codec = "vecinfer\n";
   auto mismatch = MakeCodec("vecinfer-k2v2", s, &other);

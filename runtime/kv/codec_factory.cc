@@ -1,6 +1,5 @@
 #include "runtime/kv/codec_factory.h"
 
-#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -22,8 +21,23 @@ std::vector<std::string> KnownCodecs() {
           "vecinfer-k2v1",  "vecinfer-k1v1",     "commvq-2",      "commvq-1"};
 }
 
-absl::StatusOr<std::unique_ptr<KvCodec>> MakeCodec(const std::string& name, const KvShape& shape,
-                                                   const CodebookFile* codebooks) {
+namespace {
+
+// an error that may quote names read from an artifact, made one line: control bytes as \xHH.
+absl::Status OneLine(const absl::Status& st) {
+  std::string out;
+  for (unsigned char c : st.message()) {
+    if (c < 0x20 || c == 0x7f) {
+      absl::StrAppend(&out, "\\x", absl::Hex(c, absl::kZeroPad2));
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return absl::Status(st.code(), out);
+}
+
+absl::StatusOr<std::unique_ptr<KvCodec>> MakeCodecUnchecked(const std::string& name, const KvShape& shape,
+                                                            const CodebookFile* codebooks) {
   if (name == "fp16") return MakeFp16Codec(shape);
   if (name == "kivi-k2v2" || name == "kivi-k4v4") {
     if (shape.head_dim % 32 != 0) {
@@ -33,7 +47,7 @@ absl::StatusOr<std::unique_ptr<KvCodec>> MakeCodec(const std::string& name, cons
     return MakeKiviCodec(shape, name == "kivi-k2v2" ? 2 : 4);
   }
   if (!CodecNeedsCodebooks(name)) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown codec '", absl::CHexEscape(name), "' (known: ",
+    return absl::InvalidArgumentError(absl::StrCat("unknown codec '", name, "' (known: ",
                                                    absl::StrJoin(KnownCodecs(), ", "), ")"));
   }
   if (codebooks == nullptr) {
@@ -41,8 +55,7 @@ absl::StatusOr<std::unique_ptr<KvCodec>> MakeCodec(const std::string& name, cons
   }
   if (codebooks->codec != name) {
     return absl::InvalidArgumentError(
-        absl::StrCat("codebooks were calibrated for codec '", absl::CHexEscape(codebooks->codec),
-                     "', not '", absl::CHexEscape(name), "'"));
+        absl::StrCat("codebooks were calibrated for codec '", codebooks->codec, "', not '", name, "'"));
   }
   KvShape cs = codebooks->model.kv_shape();
   if (cs.num_layers != shape.num_layers || cs.num_kv_heads != shape.num_kv_heads ||
@@ -69,6 +82,15 @@ absl::StatusOr<std::unique_ptr<KvCodec>> MakeCodec(const std::string& name, cons
   if (!st.ok()) return st;
   return MakeCommVqCodec(shape, std::make_shared<const CommVqCodebooks>(std::move(*books)),
                          opts->key_rounds, opts->value_rounds);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<KvCodec>> MakeCodec(const std::string& name, const KvShape& shape,
+                                                   const CodebookFile* codebooks) {
+  auto codec = MakeCodecUnchecked(name, shape, codebooks);
+  if (!codec.ok()) return OneLine(codec.status());
+  return codec;
 }
 
 }  // namespace vqserve
