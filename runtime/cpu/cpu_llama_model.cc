@@ -2,7 +2,10 @@
 
 #include "runtime/model/llama_model.h"
 
+#ifdef _OPENMP
 #include <omp.h>
+#endif
+#include <thread>
 
 #include <algorithm>
 #include <cstdio>
@@ -281,8 +284,13 @@ absl::StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Load(const std::string& 
   model->tokenizer_ = std::move(*tok);
   model->quantized_decode_ = options.quantized_decode;
   if (absl::Status s = model->LoadWeights(**file); !s.ok()) return s;
+#ifdef _OPENMP
   const int threads = options.num_threads > 0 ? options.num_threads : omp_get_num_procs();
   omp_set_num_threads(threads);
+#else  // serial kernels (the tsan build): blas keeps its threads
+  const int threads = options.num_threads > 0 ? options.num_threads
+                                              : static_cast<int>(std::thread::hardware_concurrency());
+#endif
   cpu::SetBlasThreads(threads);
   return std::unique_ptr<LlamaModel>(std::move(model));
 }
