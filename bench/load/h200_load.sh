@@ -36,7 +36,8 @@
 # (default: KV_MULT=2 x the lcm of those lengths: 599040 tokens = 78517370880 bytes at the
 # defaults); vqserve gets --kv-memory KV_TOKENS x B_TOKEN, shared by its codecs.
 # knobs for a CPU dry run: SHAPE=tiny DEVICE=cpu VQ_BIN=DIR (a built vqserve) LLAMA_PREFIX=DIR
-# (a llama.cpp build of build_llama_cpp.sh) PY=python3-with-grpcio WINDOW PREFIX_WINDOW.
+# (a llama.cpp build of build_llama_cpp.sh) PY=python3-with-grpcio WINDOW PREFIX_WINDOW
+# SKIP_LLAMA=1 (vqserve's cells only); FP16=1 adds vqserve's fp16 cells.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 
@@ -123,12 +124,14 @@ cells() {
     for c in $CONC; do echo "vq-vecinfer-$p-c$c vq-on vecinfer-k2v2 $p 0 $c $WINDOW"; done
   done
   for c in $PREFIX_CONC; do echo "vq-vecinfer-prefix-off-c$c vq-off vecinfer-k2v2 $pp $shared $c $PREFIX_WINDOW"; done
-  for c in $CONC; do echo "ll-$long-c$c ll-$long f16 $long 0 $c $WINDOW"; done
-  for p in $PROMPTS; do
-    [ "$p" = "$long" ] && continue
-    for c in $CONC; do echo "ll-$p-c$c ll-$p f16 $p 0 $c $WINDOW"; done
-  done
-  for c in $PREFIX_CONC; do echo "ll-prefix-c$c ll-$short f16 $pp $shared $c $PREFIX_WINDOW"; done
+  if [ "${SKIP_LLAMA:-0}" != 1 ]; then
+    for c in $CONC; do echo "ll-$long-c$c ll-$long f16 $long 0 $c $WINDOW"; done
+    for p in $PROMPTS; do
+      [ "$p" = "$long" ] && continue
+      for c in $CONC; do echo "ll-$p-c$c ll-$p f16 $p 0 $c $WINDOW"; done
+    done
+    for c in $PREFIX_CONC; do echo "ll-prefix-c$c ll-$short f16 $pp $shared $c $PREFIX_WINDOW"; done
+  fi
   if [ "${FP16:-0}" = 1 ]; then
     for c in $CONC; do echo "vq-fp16-$long-c$c vq-on fp16 $long 0 $c $WINDOW"; done
     for p in $PROMPTS; do
@@ -280,7 +283,7 @@ run() {
   fi
   # llama-server: built here in its own session on cores 4.. (outlives this call), or LLAMA_PREFIX.
   LL=${LLAMA_PREFIX:-$W/llama.cpp}
-  if [ -z "${LLAMA_PREFIX:-}" ] && [ ! -x "$LL/bin/llama-server" ] &&
+  if [ "${SKIP_LLAMA:-0}" != 1 ] && [ -z "${LLAMA_PREFIX:-}" ] && [ ! -x "$LL/bin/llama-server" ] &&
       ! { [ -f "$W/build.pid" ] && kill -0 "$(cat "$W/build.pid")" 2> /dev/null; }; then
     local llama_cuda=1
     [ "$DEVICE" = cpu ] && llama_cuda=0
