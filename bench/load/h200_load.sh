@@ -190,7 +190,7 @@ start_server() {  # start_server CONFIG: vq-on | vq-off | ll-PROMPT
     echo "llama-server: -np $np slots of $slot tokens, -c $((np * slot)) tokens," \
       "f16 KV $((np * slot * BT)) bytes" >> "$lg"
     $PIN_SERVER "$LL/bin/llama-server" -m "$GGUF" -ngl $ngl -fa on -c $((np * slot)) -np $np \
-      -b 2048 -ub 2048 -t "${LLAMA_THREADS:-2}" --host 127.0.0.1 --port $LL_PORT \
+      -b 2048 -ub 2048 -fit off -t "${LLAMA_THREADS:-2}" --host 127.0.0.1 --port $LL_PORT \
       ${LL_ARGS:-} >> "$lg" 2>&1 &
     SERVER_PID=$!
     for _ in $(seq 1 1500); do
@@ -202,6 +202,8 @@ start_server() {  # start_server CONFIG: vq-on | vq-off | ll-PROMPT
   fi
   SERVER=$cfg
   log "started $cfg in $((SECONDS - t)) s: $(grep -m1 -E "serving|llama-server: -np" "$lg")"
+  [[ $cfg == ll-* ]] && grep -E "n_ctx_seq|llama_kv_cache: size|kv_unified" "$lg" | head -4 |
+    tee -a "$W/logs/run.log"
   # one short request first (connections, first-step setup), outside the timed cells.
   local be=(--target 127.0.0.1:$VQ_PORT --codecs vecinfer-k2v2,fp16)
   [[ $cfg == ll-* ]] && be=(--backend http --target 127.0.0.1:$LL_PORT)
