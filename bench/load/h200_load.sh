@@ -37,7 +37,10 @@
 # defaults); vqserve gets --kv-memory KV_TOKENS x B_TOKEN, shared by its codecs.
 # knobs for a CPU dry run: SHAPE=tiny DEVICE=cpu VQ_BIN=DIR (a built vqserve) LLAMA_PREFIX=DIR
 # (a llama.cpp build of build_llama_cpp.sh) PY=python3-with-grpcio WINDOW PREFIX_WINDOW
-# SKIP_LLAMA=1 (vqserve's cells only); FP16=1 adds vqserve's fp16 cells.
+# SKIP_LLAMA=1 (vqserve's cells only); FP16=1 adds vqserve's fp16 cells. run from the checkout
+# (bench/load/h200_load.sh run) it finds its files in the repository, given TOKENIZER_GGUF (any
+# GGUF with a tokenizer), CALIB_TEXT and GGUF_PY (a python with gguf and numpy): CPU test
+# tests/load_script_test.sh.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 
@@ -89,8 +92,16 @@ PREFIX_CONC=${PREFIX_CONC:-1 16}
 WINDOW=${WINDOW:-30}
 PREFIX_WINDOW=${PREFIX_WINDOW:-20}
 CALL_BUDGET_S=${CALL_BUDGET_S:-560}
-VQ_PORT=50051 VQ_METRICS=9464 LL_PORT=8080
+VQ_PORT=${VQ_PORT:-50051} VQ_METRICS=${VQ_METRICS:-9464} LL_PORT=${LL_PORT:-8080}
 T0=$SECONDS
+# the packed folder holds everything beside this script; in the repository the same files are
+# found in their own places (a run from the checkout: the CPU test at the tiny shape).
+LG=$HERE/load_generator.py MRG=$HERE/make_random_gguf.py
+[ -f "$LG" ] || LG=$HERE/../load_generator.py
+[ -f "$MRG" ] || MRG=$HERE/../../tools/make_random_gguf.py
+TOKENIZER_GGUF=${TOKENIZER_GGUF:-$HERE/tokenizer.gguf}
+CALIB_TEXT=${CALIB_TEXT:-$HERE/calib.txt}
+GGUF_PY=${GGUF_PY:-$PY}
 
 log() { echo "[$(date -u +%H:%M:%S) +$((SECONDS - T0))s] $*" | tee -a "$W/logs/run.log"; }
 
@@ -146,7 +157,7 @@ stop_server() {
   [ -z "$SERVER" ] && return 0
   if [[ $SERVER == vq-* ]]; then  # the end-of-run checks: every page free, nothing running
     local free
-    free=$($PY "$HERE/load_generator.py" --target 127.0.0.1:$VQ_PORT --concurrency "" \
+    free=$($PY "$LG" --target 127.0.0.1:$VQ_PORT --concurrency "" \
       --no-warmup --check-free "http://127.0.0.1:$VQ_METRICS/metrics" 2>&1 | grep "kv memory")
     echo "$SERVER after $(cat "$W/cells_$SERVER" 2> /dev/null | wc -w) cells: $free" >> "$W/free.txt"
     "$VQ/vqctl" --target 127.0.0.1:$VQ_PORT model-info > "$W/logs/model_info_$SERVER.txt" 2>&1
@@ -207,7 +218,7 @@ start_server() {  # start_server CONFIG: vq-on | vq-off | ll-PROMPT
   # one short request first (connections, first-step setup), outside the timed cells.
   local be=(--target 127.0.0.1:$VQ_PORT --codecs vecinfer-k2v2,fp16)
   [[ $cfg == ll-* ]] && be=(--backend http --target 127.0.0.1:$LL_PORT)
-  $PIN_GEN $PY "$HERE/load_generator.py" "${be[@]}" --concurrency 1 --requests 1 \
+  $PIN_GEN $PY "$LG" "${be[@]}" --concurrency 1 --requests 1 \
     --prompt-tokens 64 --max-tokens 2 --no-warmup > /dev/null 2>&1
 }
 
@@ -247,9 +258,9 @@ run() {
   } | tee -a "$W/logs/run.log"
   # python: the device's python3 lacks gguf (the carried wheel); the stubs need a protobuf that
   # loads them (the carried one where the device's does not).
-  export PYTHONPATH=$HERE/gen:$W/site${PYTHONPATH:+:$PYTHONPATH}
-  if ! $PY -c "import gguf" 2> /dev/null; then
-    $PY -m pip install -q --no-index --no-deps --no-compile --target "$W/site" "$HERE"/gguf-*.whl
+  export PYTHONPATH=$HERE/gen:$HERE/../../tools/python_client/gen:$W/site${PYTHONPATH:+:$PYTHONPATH}
+  if [ ! -f "$G/random-$SHAPE-F16.gguf" ] && ! $GGUF_PY -c "import gguf" 2> /dev/null; then
+    $GGUF_PY -m pip install -q --no-index --no-deps --no-compile --target "$W/site" "$HERE"/gguf-*.whl
   fi
   if ! $PY -c "import grpc, vqserve_pb2, vqserve_pb2_grpc" 2> "$W/logs/stubs.err"; then
     log "stubs do not load with the device's protobuf ($(tail -1 "$W/logs/stubs.err")): the carried one"
@@ -267,7 +278,7 @@ run() {
   GGUF=$G/random-$SHAPE-F16.gguf
   if [ ! -f "$GGUF" ]; then
     local t=$SECONDS
-    $PY "$HERE/make_random_gguf.py" --shape "$SHAPE" --tokenizer "$HERE/tokenizer.gguf" \
+    $GGUF_PY "$MRG" --shape "$SHAPE" --tokenizer "$TOKENIZER_GGUF" \
       --out-dir "$G" --name "random-$SHAPE" > "$W/logs/gguf.log" 2>&1 ||
       { cat "$W/logs/gguf.log"; return 1; }
     log "wrote $GGUF ($(du -h "$GGUF" | cut -f1)) in $((SECONDS - t)) s"
@@ -275,7 +286,7 @@ run() {
   # codebooks calibrated on this GGUF: the CPU runtime (fp32 weights), all cores, a small run.
   if [ ! -f "$W/books.vqcb" ]; then
     local t=$SECONDS
-    timeout "${CALIB_TIMEOUT:-300}" "$VQ/vqserve" calibrate --model "$GGUF" --text "$HERE/calib.txt" \
+    timeout "${CALIB_TIMEOUT:-300}" "$VQ/vqserve" calibrate --model "$GGUF" --text "$CALIB_TEXT" \
       --codec vecinfer --k-bits 2 --v-bits 2 --tokens "${CALIB_TOKENS:-256}" \
       --seq-len "${CALIB_SEQ:-128}" --iterations "${CALIB_ITERS:-2}" -o "$W/books.vqcb.part" \
       > "$W/logs/calibrate.log" 2>&1 && mv "$W/books.vqcb.part" "$W/books.vqcb"
@@ -313,7 +324,7 @@ run() {
               --idle-url "http://127.0.0.1:$VQ_METRICS/metrics")
     [[ $cfg == ll-* ]] && be=(--backend http --target 127.0.0.1:$LL_PORT --label llama-server --codecs "$codec"
                               --idle-url "http://127.0.0.1:$LL_PORT/slots")
-    $PIN_GEN $PY "$HERE/load_generator.py" "${be[@]}" --concurrency "$c" --duration "$win" \
+    $PIN_GEN $PY "$LG" "${be[@]}" --concurrency "$c" --duration "$win" \
       --prompt-tokens "$p" --shared-prefix-tokens "$shared" --max-tokens "$OUT_TOKENS" \
       --id-low 1000 --id-high 30000 --no-warmup --json "$W/cells/$id.json.part" \
       > "$W/logs/cell_$id.log" 2>&1
