@@ -231,10 +231,17 @@ async def one_request(client, codec, prompt, max_tokens, stats):
     except asyncio.CancelledError:  # the cell's deadline: unfinished, counted by the caller
         raise
     except Exception as e:  # noqa: BLE001 -- any failure counts as a failed request
+        if stats.get("cancelling"):
+            # the cell's deadline cancelled it, and the cancel surfaced as another error
+            # (debian's grpc 1.51 aio raises UnboundLocalError from _read when the task is
+            # cancelled as the call ends): unfinished, like a CancelledError.
+            return
         stats["live"].remove(rec)
         stats["failed"] += 1
         stats["errors"].append(str(e)[:300])
         return
+    if stats.get("cancelling") and rec["tokens"] < max_tokens:
+        return  # cut short by the cell's deadline: unfinished
     stats["live"].remove(rec)
     if rec["tokens"] == max_tokens:
         stats["completed"] += 1
@@ -318,6 +325,7 @@ async def run_cell(args, codec, prompts, concurrency=None, rate=None, first=0):
         for rec in unfinished:  # no first token by the deadline: a lower bound of its ttft
             if rec["first"] is None:
                 stats["ttft"].append((end - rec["start"], True))
+        stats["cancelling"] = True
         main_task.cancel()
         for tk in tasks:
             tk.cancel()
