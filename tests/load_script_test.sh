@@ -9,11 +9,10 @@
 set -uo pipefail
 bin=$1 src=$2
 model=${VQSERVE_MODEL:-$src/models/SmolLM2-135M-Instruct.Q4_1.gguf}
-skip() { echo "load_script_small: $1: skipped"; [ -n "${CI:-}" ] && exit 1; exit 77; }
-[ -f "$model" ] || skip "$model missing (its tokenizer)"
-[ -f "$src/tools/python_client/gen/vqserve_pb2.py" ] || skip "python stubs missing (scripts/gen_python_stubs)"
-/usr/bin/python3 -c "import grpc" 2> /dev/null || skip "python3-grpcio missing"
-python3 -c "import gguf, numpy" 2> /dev/null || skip "python3 without gguf and numpy"
+PREREQ_LABEL=load_script_small
+source "${BASH_SOURCE%/*}/util/test_prereqs.sh"
+require_model_and_grpc_client "$model" "$src"
+python3 -c "import gguf, numpy" 2> /dev/null || test_skip "python3 without gguf and numpy"
 work=$(mktemp -d)
 ports=$(/usr/bin/python3 -c "
 import socket

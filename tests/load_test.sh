@@ -9,10 +9,9 @@
 set -uo pipefail
 bin=$1 src=$2
 model=${VQSERVE_MODEL:-$src/models/SmolLM2-135M-Instruct.Q4_1.gguf}
-skip() { echo "load_small: $1: skipped"; [ -n "${CI:-}" ] && exit 1; exit 77; }
-[ -f "$model" ] || skip "$model missing"
-[ -f "$src/tools/python_client/gen/vqserve_pb2.py" ] || skip "python stubs missing (scripts/gen_python_stubs)"
-/usr/bin/python3 -c "import grpc" 2> /dev/null || skip "python3-grpcio missing"
+PREREQ_LABEL=load_small
+source "${BASH_SOURCE%/*}/util/test_prereqs.sh"
+require_model_and_grpc_client "$model" "$src"
 source "${BASH_SOURCE%/*}/util/serve_helpers.sh"
 SERVE_LABEL=load_small
 log=$(mktemp)
