@@ -51,6 +51,12 @@ constexpr int kSteps = 40;
 // gpu (fp16 weights) vs cpu (fp32): max |dlogit| over the logit range of the step; a key code
 // picked differently at a near-tie moves a logit a little more than fp16 rounding alone.
 constexpr double kCpuRelTolerance = 0.05;
+// commvq-1's one-round key codes amplify any rounding upstream of the encoder: on the cpu alone,
+// over these prompts and books, the int8-activation path against the fp32 one moves logits by up
+// to 6.0 % of the range with the 32-token sink (9.9 % without), against 2.3 % with fp16 kv and
+// 5.0 % / 5.9 % for commvq-2 (2026-12-03, the default model; docs/reliability.md). the gpu's fp16
+// rounding measured 6.2 % for commvq-1 with the sink, greedy picks equal 120/120.
+constexpr double kCpuRelToleranceOneBit = 0.10;
 constexpr double kTieMargin = 0.1;  // a different pick within this cpu lead is a tie
 // one prefill step vs single-token steps: the prefill and decode paths round differently in
 // fp16, so a key code at a near-tie can come out differently (commvq: 4096 centres a round),
@@ -292,7 +298,7 @@ void CudaCommVqModelTest::CompareWithCpu(int bits, int sink) {
   const GreedyComparison r =
       CompareGreedyWithCpu(**cpu, *cpu_cache, *gpu_, *gpu_cache, prompts_, pages_per_seq_, kSteps,
                            kTieMargin, absl::StrCat(name, " sink ", sink));
-  EXPECT_LE(r.worst, kCpuRelTolerance);
+  EXPECT_LE(r.worst, bits == 1 ? kCpuRelToleranceOneBit : kCpuRelTolerance);
 }
 
 void CudaCommVqModelTest::ChunkedEqualsWhole(int bits, int sink) {
