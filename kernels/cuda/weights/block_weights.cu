@@ -1,5 +1,6 @@
-// the block-weight kernels (block_weights.h): one warp per weight row for the fused
-// dequantize-and-multiply, one thread per 8-element chunk for the dequantization and gather.
+// the block-weight kernels (block_weights.h): a block of 128 threads on 2-4 weight rows for
+// the fused dequantize-and-multiply (32-element vectors of quants, several staged a thread),
+// one thread per 8-element chunk for the dequantization and gather.
 #include "kernels/cuda/weights/block_weights.h"
 
 #include "kernels/cuda/common/cuda_check.h"
@@ -7,7 +8,6 @@
 namespace vqserve::cuda {
 namespace {
 
-constexpr int kGemvWarps = 4;  // weight rows per block of the gemv
 constexpr int kThreads = 256;
 constexpr int kMaxBlocks = 65536;
 
@@ -16,72 +16,126 @@ int GridFor(int64_t work) {
   return static_cast<int>(b < kMaxBlocks ? (b > 0 ? b : 1) : kMaxBlocks);
 }
 
-// y (n, ldy) (+)= x (n, ldx) · w (rows, cols)ᵀ for n <= NB columns. grid: rows / kGemvWarps
-// blocks of kGemvWarps warps; warp = row r; lane l takes chunks l, l + 32, ... of the row:
-// dequantizes its 8 weights once and multiplies them with the same 8 elements of each column
-// of x (16-byte loads), in fp32; the lanes' partial sums meet in a warp reduction.
+// the gemv's block: kGemvThreads threads on GemvRows<NB> weight rows, each thread staging
+// GemvStage<NB> of its 32-element vectors (block_formats.h) of every row before using any, so
+// a thread keeps 4 vectors of 16-32 bytes in flight, whatever the row length (a 4096-column
+// row is 128 vectors: one a thread). the rows share each x load (x's bytes come from l1: at
+// batch n they are 2n bytes a weight, divided by the rows that share them; the weights' are
+// 0.56 (q4_k) to 1.06 (q8_0) a weight); 16 accumulators a row at batch 16 want fewer rows.
+constexpr int kGemvThreads = 128;
+template <int NB> constexpr int GemvRows() { return NB <= 4 ? 4 : 2; }
+template <int NB> constexpr int GemvStage() { return 4 / GemvRows<NB>(); }
+
+// y (n, ldy) (+)= x (n, ldx) · w (rows, cols)ᵀ for n <= NB columns. grid: one block per
+// GemvRows<NB> rows [r0, r0 + kRows); thread t takes the rows' vectors t, t + kGemvThreads,
+// ... (so a long row, the 8b's ffn_down of 448 vectors, spreads over the whole block):
+// loads GemvStage vectors of each row (LoadVec), then per 8-element part dequantizes the
+// rows' weights once (DequantPart) and multiplies them with the same 8 elements of each
+// column of x (one 16-byte load, shared by the rows), in fp32. the threads' partial sums meet
+// in warp shuffles and shared memory.
 template <BlockFormat F, int NB>
-__global__ void __launch_bounds__(kGemvWarps * 32)
+__global__ void __launch_bounds__(kGemvThreads)
     BlockGemvKernel(const uint8_t* __restrict__ w, int rows, int cols,
                     const __half* __restrict__ x, int64_t ldx, int n, float* __restrict__ y,
                     int64_t ldy, bool accumulate) {
-  const int lane = threadIdx.x & 31;
-  const int r = blockIdx.x * kGemvWarps + (threadIdx.x >> 5);
-  if (r >= rows) return;
-  constexpr int kBlock = BlockTraits<F>::kBlock, kBytes = BlockTraits<F>::kBytes;
-  const uint8_t* row = w + int64_t{r} * (cols / kBlock) * kBytes;
-  const int chunks = cols / 8;
-  float acc[NB];
+  constexpr int kRows = GemvRows<NB>(), kStage = GemvStage<NB>();
+  constexpr int kWarps = kGemvThreads / 32;
+  const int r0 = blockIdx.x * kRows;
+  const int64_t row_bytes = BlockRowBytes(F, cols);
+  const int vecs = cols / 32;
+  const uint8_t* row[kRows];
 #pragma unroll
-  for (int j = 0; j < NB; ++j) acc[j] = 0.0f;
-  for (int c = lane; c < chunks; c += 32) {
-    float wv[8];
-    Dequant8<F>(row, c, wv);
+  for (int r = 0; r < kRows; ++r) row[r] = w + (r0 + r < rows ? r0 + r : rows - 1) * row_bytes;
+  float acc[kRows][NB];
 #pragma unroll
-    for (int j = 0; j < NB; ++j) {
-      if (j < n) {
-        const uint4 raw = *reinterpret_cast<const uint4*>(x + j * ldx + 8 * int64_t{c});
-        const __half2* h = reinterpret_cast<const __half2*>(&raw);
+  for (int r = 0; r < kRows; ++r) {
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const float2 f = __half22float2(h[i]);
-          acc[j] = fmaf(wv[2 * i], f.x, acc[j]);
-          acc[j] = fmaf(wv[2 * i + 1], f.y, acc[j]);
+    for (int j = 0; j < NB; ++j) acc[r][j] = 0.0f;
+  }
+  for (int v0 = threadIdx.x; v0 < vecs; v0 += kStage * kGemvThreads) {
+    RawVec q[kStage][kRows];
+#pragma unroll
+    for (int s = 0; s < kStage; ++s) {
+      const int v = v0 + s * kGemvThreads;
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) q[s][r] = v < vecs ? LoadVec<F>(row[r], v) : RawVec{};
+    }
+#pragma unroll
+    for (int s = 0; s < kStage; ++s) {
+      const int v = v0 + s * kGemvThreads;
+      if (v >= vecs) break;
+#pragma unroll
+      for (int p = 0; p < 4; ++p) {
+        float wv[kRows][8];
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) DequantPart<F>(q[s][r], v, p, wv[r]);
+        const __half* xp = x + VecPartStart<F>(v, p);
+#pragma unroll
+        for (int j = 0; j < NB; ++j) {
+          if (j < n) {
+            const uint4 raw = __ldg(reinterpret_cast<const uint4*>(xp + j * ldx));
+            const __half2* h = reinterpret_cast<const __half2*>(&raw);
+            float xf[8];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              const float2 f = __half22float2(h[i]);
+              xf[2 * i] = f.x;
+              xf[2 * i + 1] = f.y;
+            }
+#pragma unroll
+            for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+              for (int i = 0; i < 8; ++i) acc[r][j] = fmaf(wv[r][i], xf[i], acc[r][j]);
+            }
+          }
         }
       }
     }
   }
+  __shared__ float sums[kWarps][kRows][NB];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #pragma unroll
-  for (int j = 0; j < NB; ++j) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) acc[j] += __shfl_xor_sync(0xffffffffu, acc[j], o);
-  }
-  if (lane == 0) {
+  for (int r = 0; r < kRows; ++r) {
 #pragma unroll
     for (int j = 0; j < NB; ++j) {
-      if (j < n) {
-        float* out = y + j * ldy + r;
-        *out = accumulate ? *out + acc[j] : acc[j];
-      }
+      float a = acc[r][j];
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) a += __shfl_xor_sync(0xffffffffu, a, o);
+      if (lane == 0) sums[warp][r][j] = a;
     }
   }
+  __syncthreads();
+  const int t = threadIdx.x, r = t / NB, j = t % NB;
+  if (t < kRows * NB && r0 + r < rows && j < n) {
+    float a = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kWarps; ++k) a += sums[k][r][j];
+    float* out = y + j * ldy + r0 + r;
+    *out = accumulate ? *out + a : a;
+  }
+}
+
+template <BlockFormat F, int NB>
+void GemvLaunch(const uint8_t* w, int rows, int cols, const __half* x, int64_t ldx, int n,
+                float* y, int64_t ldy, bool accumulate, cudaStream_t stream) {
+  const int grid = (rows + GemvRows<NB>() - 1) / GemvRows<NB>();
+  BlockGemvKernel<F, NB><<<grid, kGemvThreads, 0, stream>>>(w, rows, cols, x, ldx, n, y, ldy,
+                                                            accumulate);
 }
 
 template <BlockFormat F>
 void GemvPass(const uint8_t* w, int rows, int cols, const __half* x, int64_t ldx, int n,
               float* y, int64_t ldy, bool accumulate, cudaStream_t stream) {
-  const dim3 grid((rows + kGemvWarps - 1) / kGemvWarps), block(kGemvWarps * 32);
   if (n <= 1) {
-    BlockGemvKernel<F, 1><<<grid, block, 0, stream>>>(w, rows, cols, x, ldx, n, y, ldy, accumulate);
+    GemvLaunch<F, 1>(w, rows, cols, x, ldx, n, y, ldy, accumulate, stream);
   } else if (n <= 2) {
-    BlockGemvKernel<F, 2><<<grid, block, 0, stream>>>(w, rows, cols, x, ldx, n, y, ldy, accumulate);
+    GemvLaunch<F, 2>(w, rows, cols, x, ldx, n, y, ldy, accumulate, stream);
   } else if (n <= 4) {
-    BlockGemvKernel<F, 4><<<grid, block, 0, stream>>>(w, rows, cols, x, ldx, n, y, ldy, accumulate);
+    GemvLaunch<F, 4>(w, rows, cols, x, ldx, n, y, ldy, accumulate, stream);
   } else if (n <= 8) {
-    BlockGemvKernel<F, 8><<<grid, block, 0, stream>>>(w, rows, cols, x, ldx, n, y, ldy, accumulate);
+    GemvLaunch<F, 8>(w, rows, cols, x, ldx, n, y, ldy, accumulate, stream);
   } else {
-    BlockGemvKernel<F, 16><<<grid, block, 0, stream>>>(w, rows, cols, x, ldx, n, y, ldy,
-                                                       accumulate);
+    GemvLaunch<F, 16>(w, rows, cols, x, ldx, n, y, ldy, accumulate, stream);
   }
 }
 
@@ -180,8 +234,8 @@ std::string LaunchBlockGemv(BlockFormat format, const uint8_t* w, int rows, int 
                             bool accumulate, cudaStream_t stream) {
   if (rows <= 0 || n <= 0) return "";
   if (cols % BlockElements(format) != 0 || ldx % 8 != 0 ||
-      reinterpret_cast<uintptr_t>(x) % 16 != 0) {
-    return "LaunchBlockGemv: cols must be a multiple of the block size, x 16-byte aligned";
+      reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(w) % 16 != 0) {
+    return "LaunchBlockGemv: cols must be a multiple of the block size, w and x 16-byte aligned";
   }
   for (int j0 = 0; j0 < n; j0 += kBlockGemvMaxColumns) {
     const int nj = n - j0 < kBlockGemvMaxColumns ? n - j0 : kBlockGemvMaxColumns;
