@@ -25,6 +25,7 @@
 #     knobs: WEIGHTS="F16 Q4_K_M"  OUR_KV=fp16,vecinfer-k2v2  LLAMA_KV="f16 q8_0 q4_0"
 #            LONG_KV="f16" (llama.cpp kv types also run at 1 x 128K: a 128K-token prefill each)
 #            STEPS=32 (decode steps timed per cell, both engines)  SKIP_OURS=1  SKIP_LLAMA=1
+#            OUR_WEIGHTS=blocks (vqserve keeps a quantized file's blocks resident; fp16: dequantized)
 #            GGUF_DIR (default /dev/shm/peers when it has 25 GB free, else /tmp/peers/gguf)
 #            SHAPE=llama8b (tools/make_random_gguf.py's shape; tiny for a dry run of the script)
 set -uo pipefail
@@ -104,7 +105,11 @@ run() {
   ours() {  # ours WEIGHTS: both cells of each batch in one load
     [ "${SKIP_OURS:-0}" = 1 ] && return 0
     echo "== vqserve cuda_e2e_decode_bench, $1 weights"
-    local args=(--gguf "$G/$name-$1.gguf" --models "llama8b-$1"
+    # a quantized file's blocks stay resident in their format (--weights blocks) unless
+    # OUR_WEIGHTS=fp16 (dequantized at load); F16 files are fp16 either way.
+    local ow=fp16
+    [ "$1" != F16 ] && ow=${OUR_WEIGHTS:-blocks}
+    local args=(--gguf "$G/$name-$1.gguf" --models "llama8b-$1" --weights "$ow"
                 --codecs "${OUR_KV:-fp16,vecinfer-k2v2}" --short-ctx 256 --steps "$steps" --warmup 4)
     $fast "$B/cuda_e2e_decode_bench" "${args[@]}" --batch 16,1 --ctx 32768,131072 |
       tee "$W/ours.txt"
@@ -128,9 +133,9 @@ run() {
       case $wt in
         Q8_0 | Q4_K_M)  # random blocks of the type, written directly
           { $slow python3 "$HERE/make_random_gguf.py" --shape "${SHAPE:-llama8b}" --type "$wt" \
-              --tokenizer "$HERE/tokenizer.gguf" --out-dir "$G" --name "$name.part" \
+              --tokenizer "$HERE/tokenizer.gguf" --out-dir "$G/part" --name "$name" \
               > "$OUT/quantize_$wt.log" 2>&1 &&
-              mv "$G/$name.part-$wt.gguf" "$G/$name-$wt.gguf"; } & ;;
+              mv "$G/part/$name-$wt.gguf" "$G/$name-$wt.gguf"; } & ;;
         *)
           { $slow "$L/bin/llama-quantize" "$G/$name-F16.gguf" "$G/$name-$wt.gguf.part" "$wt" \
               "$ncpu" > "$OUT/quantize_$wt.log" 2>&1 &&
@@ -185,5 +190,5 @@ table() {
 case "${1:-}" in
   pack) shift; pack "$@" ;;
   run) shift; run "$@" ;;
-  *) sed -n '2,29p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,30p' "$0" >&2; exit 2 ;;
 esac
