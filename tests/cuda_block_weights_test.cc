@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -36,9 +37,12 @@ struct Case {
   int rows, cols, batch;
 };
 
-// shapes of the default model (576, 1536) and the 8b (4096, 14336 is 56 k-blocks), rows not a
-// multiple of the kernel's 4 rows per block, batches across the kernel's column templates and
-// its passes of 16.
+// shapes of the default model (576 columns: 18 of the kernels' 32-element vectors, not whole
+// groups of 4 for the tensor-core pass; 1536) and the 8b (4096 columns is 128 vectors, one a
+// thread of the fp32 gemv; 14336 is 448, 3.5 a thread), rows not a multiple of the fp32
+// gemv's 4 or the tensor-core pass's 32 rows a block, batches across the column templates
+// (fp32 up to 4, tensor cores 5..16) and the passes of 16; AllCases adds every batch 1..16 of
+// every format.
 const Case kCases[] = {
     {GgmlType::kQ8_0, 37, 576, 1},   {GgmlType::kQ8_0, 64, 1536, 16}, {GgmlType::kQ8_0, 9, 576, 33},
     {GgmlType::kQ4_0, 37, 576, 1},   {GgmlType::kQ4_0, 70, 576, 3},   {GgmlType::kQ4_0, 16, 1536, 17},
@@ -47,7 +51,21 @@ const Case kCases[] = {
     {GgmlType::kQ4_K, 10, 1536, 20}, {GgmlType::kQ5_K, 37, 512, 1},   {GgmlType::kQ5_K, 70, 4096, 7},
     {GgmlType::kQ5_K, 11, 1536, 16}, {GgmlType::kQ6_K, 37, 4096, 1},  {GgmlType::kQ6_K, 70, 512, 4},
     {GgmlType::kQ6_K, 21, 14336, 16}, {GgmlType::kQ6_K, 9, 1536, 32},
+    {GgmlType::kQ4_K, 6, 14336, 1},  {GgmlType::kQ6_K, 5, 14336, 3},  {GgmlType::kQ8_0, 7, 14336, 2},
+    {GgmlType::kQ4_K, 9, 14336, 5},  {GgmlType::kQ5_K, 3, 14336, 4},  {GgmlType::kQ4_0, 5, 14336, 1},
+    {GgmlType::kQ6_K, 100, 1536, 12}, {GgmlType::kQ4_1, 33, 576, 9},
 };
+
+// kCases, then each format at every batch 1..16 (rows 5..7, 768 columns: 24 vectors, fewer
+// than the gemv block's threads).
+std::vector<Case> AllCases() {
+  std::vector<Case> all(std::begin(kCases), std::end(kCases));
+  for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ8_0, GgmlType::kQ4_K,
+                     GgmlType::kQ5_K, GgmlType::kQ6_K}) {
+    for (int n = 1; n <= 16; ++n) all.push_back({t, 5 + n % 3, 768, n});
+  }
+  return all;
+}
 
 std::vector<float> DequantizeRows(GgmlType type, const std::vector<uint8_t>& b, int64_t n) {
   std::vector<float> out(n);
@@ -89,10 +107,11 @@ double RelativeError(const std::vector<float>& got, const std::vector<double>& r
   return std::sqrt(num / std::max(den, 1e-30));
 }
 
-// relative error allowed: fp32 rounding for the fused kernel (fp32 products); fp16 rounding of
-// the weights where a product goes through the fp16 scratch (CudaWeightMatrix above
-// kBlockGemvMaxColumns columns), as the fp16 weights' cublas path.
-double Tolerance(bool scratch) { return scratch ? 3e-3 : 1e-5; }
+// relative error allowed: fp32 rounding for the fused fp32 kernel (batches up to
+// kBlockGemvExactColumns); fp16 rounding of the weights where a product goes through tensor
+// cores (wider batches) or the fp16 scratch (CudaWeightMatrix above kBlockGemvMaxColumns
+// columns), as the fp16 weights' cublas path.
+double Tolerance(bool fp16_weights) { return fp16_weights ? 3e-3 : 1e-5; }
 
 template <class T>
 void ToDevice(const std::vector<T>& host, DeviceArray<T>* dev) { dev->Upload(host); }
@@ -141,7 +160,7 @@ TEST_P(CudaBlockWeightsTest, KernelsMatchCpuDequantizeAndFloat64Matmul) {
     }
     const std::vector<double> ref =
         Reference(w, x, accumulate ? base : std::vector<float>(), c.rows, c.cols, c.batch);
-    EXPECT_LE(RelativeError(got, ref), Tolerance(false))
+    EXPECT_LE(RelativeError(got, ref), Tolerance(c.batch > cuda::kBlockGemvExactColumns))
         << name << " rows " << c.rows << " cols " << c.cols << " batch " << c.batch
         << (accumulate ? " accumulate" : "");
   }
@@ -179,7 +198,7 @@ TEST_P(CudaBlockWeightsTest, KernelsMatchCpuDequantizeAndFloat64Matmul) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, CudaBlockWeightsTest, ::testing::ValuesIn(kCases),
+INSTANTIATE_TEST_SUITE_P(Formats, CudaBlockWeightsTest, ::testing::ValuesIn(AllCases()),
                          [](const auto& info) {
                            const Case& c = info.param;
                            return std::string(GetTypeTraits(uint32_t(c.type)).name) + "_r" +
@@ -243,7 +262,7 @@ TEST(CudaWeightMatrixTest, StackedFormatsMultiplyLikeFloat64) {
     const std::vector<float> y = dy.Download();
     EXPECT_LE(RelativeError(std::vector<float>(y.begin(), y.begin() + size_t(n) * rows),
                             Reference(w, x, {}, rows, cols, n)),
-              Tolerance(n > cuda::kBlockGemvMaxColumns))
+              Tolerance(n > cuda::kBlockGemvExactColumns))
         << "batch " << n;
   }
   cublasDestroy(blas);

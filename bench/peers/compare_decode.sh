@@ -4,7 +4,9 @@
 # 1 and 16, short context (256), batch 16 x 32K and batch 1 x 128K; vqserve with fp16 and
 # vecinfer-k2v2 kv caches (cuda_e2e_decode_bench --gguf), llama.cpp with f16, q8_0 and q4_0 kv
 # caches (llama-batched-bench, flash attention, the prompt shared and copied to every sequence);
-# weights F16 and Q4_K_M (llama-quantize). prints one markdown table and the ratios.
+# weights F16 and Q4_K_M (random blocks of llama.cpp's Q4_K_M types written directly by
+# tools/make_random_gguf.py --type: ~20 s; other llama.cpp types through llama-quantize of the
+# F16 file). prints one markdown table and the ratios.
 #
 #   here:   bash bench/peers/compare_decode.sh pack [BUILD=build-cuda] [DIR=.devbuild/peers]
 #     packs what the device call needs into DIR (15 MB, within one call's 64 MiB carry):
@@ -14,14 +16,16 @@
 #   device: bash DIR/compare_decode.sh run      (carry DIR)
 #     builds llama.cpp into /tmp/peers/llama.cpp (or reuses it: 270 s on the H200) while it
 #     writes the F16 GGUF (13 s) and runs vqserve on it (the build on cores 2.., the bench and
-#     writer on cores 0-1), then quantizes Q4_K_M (~5 minutes on 14 cores) beside llama.cpp's
-#     F16 rows, and runs the rest. the whole table takes more than one call's 10 minutes: a
-#     second call on the same warm machine (chained at once: it is given back after ~30 s
-#     idle) reuses the build and the GGUFs (/dev/shm) and reruns every row in one call.
+#     writer on cores 0-1), then writes the Q4_K_M GGUF (random blocks, no llama-quantize; Q8_0
+#     likewise; any other type is quantized from the F16 file, ~5 minutes on 14 cores) beside
+#     llama.cpp's F16 rows, and runs the rest. the whole table may take more than one call's
+#     10 minutes: a second call on the same warm machine (chained at once: it is given back
+#     after ~30 s idle) reuses the build and the GGUFs (/dev/shm) and reruns every row.
 #     the table and logs: RESULTS (default $OUT, else /tmp/peers/results).
 #     knobs: WEIGHTS="F16 Q4_K_M"  OUR_KV=fp16,vecinfer-k2v2  LLAMA_KV="f16 q8_0 q4_0"
 #            LONG_KV="f16" (llama.cpp kv types also run at 1 x 128K: a 128K-token prefill each)
 #            STEPS=32 (decode steps timed per cell, both engines)  SKIP_OURS=1  SKIP_LLAMA=1
+#            OUR_WEIGHTS=blocks (vqserve keeps a quantized file's blocks resident; fp16: dequantized)
 #            GGUF_DIR (default /dev/shm/peers when it has 25 GB free, else /tmp/peers/gguf)
 #            SHAPE=llama8b (tools/make_random_gguf.py's shape; tiny for a dry run of the script)
 set -uo pipefail
@@ -89,7 +93,11 @@ run() {
     > "$OUT/llama_build.log" 2>&1 &
   local build_pid=$!
   local name=random-${SHAPE:-llama8b}
-  if [ ! -f "$G/$name-F16.gguf" ]; then
+  local need_f16=0 wt
+  for wt in ${WEIGHTS:-F16 Q4_K_M}; do
+    case $wt in F16) need_f16=1 ;; Q8_0 | Q4_K_M) ;; *) need_f16=1 ;; esac  # else llama-quantize
+  done
+  if [ $need_f16 = 1 ] && [ ! -f "$G/$name-F16.gguf" ]; then
     $fast python3 "$HERE/make_random_gguf.py" --shape "${SHAPE:-llama8b}" \
       --tokenizer "$HERE/tokenizer.gguf" --out-dir "$G" --name "$name" 2>&1 |
       tee "$OUT/gguf.log" || return 1
@@ -97,7 +105,11 @@ run() {
   ours() {  # ours WEIGHTS: both cells of each batch in one load
     [ "${SKIP_OURS:-0}" = 1 ] && return 0
     echo "== vqserve cuda_e2e_decode_bench, $1 weights"
-    local args=(--gguf "$G/$name-$1.gguf" --models "llama8b-$1"
+    # a quantized file's blocks stay resident in their format (--weights blocks) unless
+    # OUR_WEIGHTS=fp16 (dequantized at load); F16 files are fp16 either way.
+    local ow=fp16
+    [ "$1" != F16 ] && ow=${OUR_WEIGHTS:-blocks}
+    local args=(--gguf "$G/$name-$1.gguf" --models "llama8b-$1" --weights "$ow"
                 --codecs "${OUR_KV:-fp16,vecinfer-k2v2}" --short-ctx 256 --steps "$steps" --warmup 4)
     $fast "$B/cuda_e2e_decode_bench" "${args[@]}" --batch 16,1 --ctx 32768,131072 |
       tee "$W/ours.txt"
@@ -112,14 +124,23 @@ run() {
   wait $build_pid || { echo "llama.cpp build failed:"; tail -30 "$OUT/llama_build.log"; return 1; }
   cat "$OUT/llama_build.log"
   # the f16-kv rows first (each weight type), then the quantized kv types: a call cut at its
-  # time limit still returns the most wanted rows. quantizing (cpu) runs beside llama.cpp's
-  # F16 rows (gpu, cores 0-1).
+  # time limit still returns the most wanted rows. writing or quantizing the other weight types
+  # (cpu) runs beside llama.cpp's F16 rows (gpu, cores 0-1).
   local quant_pids=()
   for wt in ${WEIGHTS:-F16 Q4_K_M}; do
     [ "$wt" = F16 ] || [ -f "$G/$name-$wt.gguf" ] || {
-      # into .part, renamed when done: a call cut mid-way leaves no half file to reuse.
-      { $slow "$L/bin/llama-quantize" "$G/$name-F16.gguf" "$G/$name-$wt.gguf.part" "$wt" "$ncpu" \
-          > "$OUT/quantize_$wt.log" 2>&1 && mv "$G/$name-$wt.gguf.part" "$G/$name-$wt.gguf"; } &
+      # into a temporary name, renamed when done: a call cut mid-way leaves no half file to reuse.
+      case $wt in
+        Q8_0 | Q4_K_M)  # random blocks of the type, written directly
+          { $slow python3 "$HERE/make_random_gguf.py" --shape "${SHAPE:-llama8b}" --type "$wt" \
+              --tokenizer "$HERE/tokenizer.gguf" --out-dir "$G/part" --name "$name" \
+              > "$OUT/quantize_$wt.log" 2>&1 &&
+              mv "$G/part/$name-$wt.gguf" "$G/$name-$wt.gguf"; } & ;;
+        *)
+          { $slow "$L/bin/llama-quantize" "$G/$name-F16.gguf" "$G/$name-$wt.gguf.part" "$wt" \
+              "$ncpu" > "$OUT/quantize_$wt.log" 2>&1 &&
+              mv "$G/$name-$wt.gguf.part" "$G/$name-$wt.gguf"; } & ;;
+      esac
       quant_pids+=("$wt:$!")
     }
   done
@@ -129,7 +150,7 @@ run() {
       if [ "$wt" != F16 ] && [ $first = 1 ]; then  # the quantized weights are needed now
         for qp in "${quant_pids[@]}"; do
           wait "${qp#*:}" || { tail -20 "$OUT/quantize_${qp%%:*}.log"; return 1; }
-          echo "llama-quantize ${qp%%:*}: $(du -h "$G/$name-${qp%%:*}.gguf" | cut -f1)"
+          echo "${qp%%:*} weights: $(du -h "$G/$name-${qp%%:*}.gguf" | cut -f1)"
         done
         quant_pids=()
       fi
@@ -169,5 +190,5 @@ table() {
 case "${1:-}" in
   pack) shift; pack "$@" ;;
   run) shift; run "$@" ;;
-  *) sed -n '2,26p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,30p' "$0" >&2; exit 2 ;;
 esac

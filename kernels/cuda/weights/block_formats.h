@@ -52,9 +52,8 @@ VQ_HOST_DEVICE int BlockElements(BlockFormat f) {
   return f == BlockFormat::kQ4_K || f == BlockFormat::kQ5_K || f == BlockFormat::kQ6_K ? 256 : 32;
 }
 
-// the ieee binary16 at p (2-byte aligned or not) as fp32.
-VQ_HOST_DEVICE float LoadHalf(const uint8_t* p) {
-  const uint16_t h = static_cast<uint16_t>(p[0] | (p[1] << 8));
+// the ieee binary16 with bits h as fp32.
+VQ_HOST_DEVICE float HalfBitsToFloat(uint16_t h) {
 #ifdef __CUDA_ARCH__
   return __half2float(__ushort_as_half(h));
 #else
@@ -66,6 +65,11 @@ VQ_HOST_DEVICE float LoadHalf(const uint8_t* p) {
   f *= 5.192296858534828e33f;  // 2^112
   return (h & 0x8000) ? -f : f;
 #endif
+}
+
+// the ieee binary16 at p (2-byte aligned or not) as fp32.
+VQ_HOST_DEVICE float LoadHalf(const uint8_t* p) {
+  return HalfBitsToFloat(static_cast<uint16_t>(p[0] | (p[1] << 8)));
 }
 
 // the 8 bytes at p, p 8-byte aligned (q4_k / q5_k quants: their blocks are multiples of 16
@@ -150,6 +154,209 @@ VQ_HOST_DEVICE void Dequant8Of(BlockFormat f, const uint8_t* row, int64_t c, flo
     case BlockFormat::kQ4_K: Dequant8<BlockFormat::kQ4_K>(row, c, out); return;
     case BlockFormat::kQ5_K: Dequant8<BlockFormat::kQ5_K>(row, c, out); return;
     case BlockFormat::kQ6_K: Dequant8<BlockFormat::kQ6_K>(row, c, out); return;
+  }
+}
+
+// ---- 32-element vectors: the gemv's unit of load (block_weights.cu) ----
+// vector v of a row (v < cols / 32) is 32 of its elements whose quant bytes one thread loads in
+// one or two 16-byte pieces, with the few header bytes they need: LoadVec<F> loads them into
+// registers (RawVec), DequantPart<F> turns part p (0..3) of them into 8 fp32 weights, the row's
+// elements [VecPartStart<F>(v, p), + 8). parts 0, 1 are one run of 16 consecutive elements,
+// parts 2, 3 another. q4_0 / q4_1 / q8_0: vector v is block v. q4_k / q5_k: vectors 8b .. 8b + 7
+// lie in super-block b; vector w of it holds qs[32g + l0, + 16) (g = w / 2, l0 = 16 (w % 2)):
+// low nibbles are elements 64g + l0 + [0, 16) (sub-block 2g), high ones those + 32 (2g + 1).
+// q6_k: vector w holds ql[64h + 32k + l0, + 16) and qh[32h + l0, + 16) (h = w / 4,
+// k = (w / 2) % 2, l0 = 16 (w % 2)): elements 128h + 32k + l0 + [0, 16) (low nibbles, qh bits
+// 2k) and those + 64 (high nibbles, qh bits 2k + 4).
+
+struct RawVec {
+  // quant bytes, little-endian words: the nibbles of 4-bit formats in q[0, 4) (q5_k's fifth
+  // bits and q6_k's top two in q[4, 8)); q8_0's 32 int8s in q[0, 8).
+  uint32_t q[8];
+  // q4_k / q5_k: the block's first 16 bytes (d, dmin, scales[12]); q6_k: d | the vector's two
+  // int8 scales << 16, << 24; q4_0 / q8_0: d; q4_1: d | m << 16.
+  uint32_t head[4];
+};
+
+// the 4 bytes at p (4-byte aligned), 2 bytes (2-byte aligned), 1 byte: weights are read once,
+// so the device loads stream past the caches.
+VQ_HOST_DEVICE uint32_t LoadU32(const uint8_t* p) {
+#ifdef __CUDA_ARCH__
+  return __ldcs(reinterpret_cast<const unsigned int*>(p));
+#else
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+#endif
+}
+VQ_HOST_DEVICE uint32_t LoadU16(const uint8_t* p) {
+#ifdef __CUDA_ARCH__
+  return __ldcs(reinterpret_cast<const unsigned short*>(p));
+#else
+  return static_cast<uint32_t>(p[0] | (p[1] << 8));
+#endif
+}
+VQ_HOST_DEVICE uint32_t LoadU8(const uint8_t* p) {
+#ifdef __CUDA_ARCH__
+  return __ldcs(reinterpret_cast<const unsigned char*>(p));
+#else
+  return p[0];
+#endif
+}
+
+// out[0, 4) = the 16 bytes at p, p kAlign-byte aligned (16, 4 or 2). kAlign 16: one vector
+// load; 4: four word loads; 2: the four words from p rounded down to 4 bytes, plus the two
+// bytes past them when p was not 4-aligned, shifted into place (never a byte outside
+// [p - 2, p + 16)).
+template <int kAlign>
+VQ_HOST_DEVICE void Load16(const uint8_t* p, uint32_t* out) {
+  if constexpr (kAlign == 16) {
+#ifdef __CUDA_ARCH__
+    const uint4 v = __ldcs(reinterpret_cast<const uint4*>(p));
+    out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
+#else
+    std::memcpy(out, p, 16);
+#endif
+  } else if constexpr (kAlign == 4) {
+    for (int i = 0; i < 4; ++i) out[i] = LoadU32(p + 4 * i);
+  } else {
+    const int misalign = static_cast<int>(reinterpret_cast<uintptr_t>(p) & 3);  // 0 or 2
+    const uint8_t* base = p - misalign;
+    uint32_t w[5];
+    for (int i = 0; i < 4; ++i) w[i] = LoadU32(base + 4 * i);
+    w[4] = misalign != 0 ? LoadU16(base + 16) : 0u;
+    for (int i = 0; i < 4; ++i) {
+#ifdef __CUDA_ARCH__
+      out[i] = __funnelshift_r(w[i], w[i + 1], 8 * misalign);
+#else
+      out[i] = static_cast<uint32_t>(((uint64_t{w[i + 1]} << 32) | w[i]) >> (8 * misalign));
+#endif
+    }
+  }
+}
+
+// u - offset as fp32, u < 2^22, exactly: on the device the integer is placed in the mantissa
+// of 2^23 (an or and a subtraction instead of a slower int-to-float conversion).
+VQ_HOST_DEVICE float BiasedToFloat(uint32_t u, int offset) {
+#ifdef __CUDA_ARCH__
+  return __uint_as_float(0x4B000000u | u) - (8388608.0f + static_cast<float>(offset));
+#else
+  return static_cast<float>(static_cast<int>(u) - offset);
+#endif
+}
+
+// scale and min of sub-block j (0..7) of a q4_k / q5_k block from its scale bytes as the words
+// s0 = scales[0, 4), s1 = scales[4, 8), s2 = scales[8, 12) (ScaleMinK4 on registers).
+VQ_HOST_DEVICE void ScaleMinK4Words(int j, uint32_t s0, uint32_t s1, uint32_t s2, int* d,
+                                    int* m) {
+  const int sh = 8 * (j & 3);
+  const int a = (s0 >> sh) & 0xFF, b = (s1 >> sh) & 0xFF, c = (s2 >> sh) & 0xFF;
+  if (j < 4) {
+    *d = a & 63;
+    *m = b & 63;
+  } else {
+    *d = (c & 0xF) | ((a >> 6) << 4);
+    *m = (c >> 4) | ((b >> 6) << 4);
+  }
+}
+
+// first element (within the row) of part p (0..3) of vector v.
+template <BlockFormat F>
+VQ_HOST_DEVICE int VecPartStart(int v, int p) {
+  const int run = p >> 1, in_run = 8 * (p & 1);
+  if constexpr (BlockTraits<F>::kBlock == 32) {
+    return 32 * v + 16 * run + in_run;
+  } else {
+    const int b = v >> 3, w = v & 7;
+    if constexpr (F == BlockFormat::kQ6_K) {
+      return 256 * b + 128 * (w >> 2) + 32 * ((w >> 1) & 1) + 16 * (w & 1) + 64 * run + in_run;
+    } else {
+      return 256 * b + 64 * (w >> 1) + 16 * (w & 1) + 32 * run + in_run;
+    }
+  }
+}
+
+// vector v of the row whose blocks start at `row` (16-byte aligned), loaded.
+template <BlockFormat F>
+VQ_HOST_DEVICE RawVec LoadVec(const uint8_t* row, int v) {
+  RawVec r{};
+  const int w = v & 7;
+  if constexpr (F == BlockFormat::kQ8_0) {
+    const uint8_t* b = row + int64_t{v} * 34;
+    r.head[0] = LoadU16(b);
+    Load16<2>(b + 2, r.q);
+    Load16<2>(b + 18, r.q + 4);
+  } else if constexpr (F == BlockFormat::kQ4_0) {
+    const uint8_t* b = row + int64_t{v} * 18;
+    r.head[0] = LoadU16(b);
+    Load16<2>(b + 2, r.q);
+  } else if constexpr (F == BlockFormat::kQ4_1) {
+    const uint8_t* b = row + int64_t{v} * 20;
+    r.head[0] = LoadU32(b);
+    Load16<4>(b + 4, r.q);
+  } else if constexpr (F == BlockFormat::kQ4_K) {
+    const uint8_t* b = row + int64_t{v >> 3} * 144;
+    Load16<16>(b, r.head);
+    Load16<16>(b + 16 + 32 * (w >> 1) + 16 * (w & 1), r.q);
+  } else if constexpr (F == BlockFormat::kQ5_K) {
+    const uint8_t* b = row + int64_t{v >> 3} * 176;
+    Load16<16>(b, r.head);
+    Load16<16>(b + 16 + 16 * (w & 1), r.q + 4);
+    Load16<16>(b + 48 + 32 * (w >> 1) + 16 * (w & 1), r.q);
+  } else {  // q6_k
+    const uint8_t* b = row + int64_t{v >> 3} * 210;
+    const int h = w >> 2, k = (w >> 1) & 1, l0 = 16 * (w & 1);
+    Load16<2>(b + 64 * h + 32 * k + l0, r.q);
+    Load16<2>(b + 128 + 32 * h + l0, r.q + 4);
+    const uint8_t* sc = b + 192 + 8 * h + (w & 1) + 2 * k;
+    r.head[0] = LoadU16(b + 208) | (LoadU8(sc) << 16) | (LoadU8(sc + 4) << 24);
+  }
+  return r;
+}
+
+// out[0, 8) = part p (0..3) of vector v, from its loaded bytes q: the elements
+// [VecPartStart<F>(v, p), + 8) of the row, as Dequant8 computes them.
+template <BlockFormat F>
+VQ_HOST_DEVICE void DequantPart(const RawVec& q, int v, int p, float* out) {
+  const int run = p >> 1, w0 = 2 * (p & 1);  // the part's 8 quant bytes: words w0, w0 + 1
+  if constexpr (F == BlockFormat::kQ8_0) {
+    const float d = HalfBitsToFloat(static_cast<uint16_t>(q.head[0]));
+    for (int i = 0; i < 8; ++i) {
+      out[i] = d * BiasedToFloat(((q.q[2 * p + i / 4] >> (8 * (i % 4))) & 0xFF) ^ 0x80, 128);
+    }
+  } else if constexpr (F == BlockFormat::kQ4_0 || F == BlockFormat::kQ4_1) {
+    const float d = HalfBitsToFloat(static_cast<uint16_t>(q.head[0]));
+    const float m = HalfBitsToFloat(static_cast<uint16_t>(q.head[0] >> 16));
+    for (int i = 0; i < 8; ++i) {
+      const uint32_t nib = (q.q[w0 + i / 4] >> (8 * (i % 4) + 4 * run)) & 0xF;
+      if constexpr (F == BlockFormat::kQ4_1) {
+        out[i] = d * BiasedToFloat(nib, 0) + m;
+      } else {
+        out[i] = d * BiasedToFloat(nib, 8);
+      }
+    }
+  } else if constexpr (F == BlockFormat::kQ4_K || F == BlockFormat::kQ5_K) {
+    const int s = 2 * ((v & 7) >> 1) + run;  // sub-block
+    int sc, mn;
+    ScaleMinK4Words(s, q.head[1], q.head[2], q.head[3], &sc, &mn);
+    const float d = HalfBitsToFloat(static_cast<uint16_t>(q.head[0])) * sc;
+    const float m = HalfBitsToFloat(static_cast<uint16_t>(q.head[0] >> 16)) * mn;
+    for (int i = 0; i < 8; ++i) {
+      const int sh = 8 * (i % 4);
+      uint32_t u = (q.q[w0 + i / 4] >> (sh + 4 * run)) & 0xF;
+      if constexpr (F == BlockFormat::kQ5_K) u |= ((q.q[4 + w0 + i / 4] >> (sh + s)) & 1) << 4;
+      out[i] = d * BiasedToFloat(u, 0) - m;
+    }
+  } else {  // q6_k
+    const int k = ((v >> 1) & 1) + 2 * run;  // the quarter of the half-block: qh bits 2k
+    const float d = HalfBitsToFloat(static_cast<uint16_t>(q.head[0])) *
+                    static_cast<int8_t>(q.head[0] >> (16 + 8 * run));
+    for (int i = 0; i < 8; ++i) {
+      const int sh = 8 * (i % 4);
+      const uint32_t lo = (q.q[w0 + i / 4] >> (sh + 4 * run)) & 0xF;
+      const uint32_t hi = (q.q[4 + w0 + i / 4] >> (sh + 2 * k)) & 3;
+      out[i] = d * BiasedToFloat(lo | (hi << 4), 32);
+    }
   }
 }
 

@@ -1,13 +1,15 @@
-// the block-weight kernels (block_weights.h): one warp per weight row for the fused
-// dequantize-and-multiply, one thread per 8-element chunk for the dequantization and gather.
+// the block-weight kernels (block_weights.h): the fused dequantize-and-multiply in fp32 for
+// batches of 1-4 (a block of 128 threads on 4 weight rows, 32-element vectors of quants) and on
+// tensor cores for 5-16 (a block of 8 warps on 32 rows, the same vectors dequantized straight
+// into mma fragments); one thread per 8-element chunk for the dequantization and gather.
 #include "kernels/cuda/weights/block_weights.h"
 
 #include "kernels/cuda/common/cuda_check.h"
+#include "kernels/cuda/common/mma_ops.cuh"
 
 namespace vqserve::cuda {
 namespace {
 
-constexpr int kGemvWarps = 4;  // weight rows per block of the gemv
 constexpr int kThreads = 256;
 constexpr int kMaxBlocks = 65536;
 
@@ -16,72 +18,244 @@ int GridFor(int64_t work) {
   return static_cast<int>(b < kMaxBlocks ? (b > 0 ? b : 1) : kMaxBlocks);
 }
 
-// y (n, ldy) (+)= x (n, ldx) · w (rows, cols)ᵀ for n <= NB columns. grid: rows / kGemvWarps
-// blocks of kGemvWarps warps; warp = row r; lane l takes chunks l, l + 32, ... of the row:
-// dequantizes its 8 weights once and multiplies them with the same 8 elements of each column
-// of x (16-byte loads), in fp32; the lanes' partial sums meet in a warp reduction.
+// the fp32 gemv (n <= kBlockGemvExactColumns): a block of kGemvThreads threads on kGemvRows
+// weight rows; a thread loads one 32-element vector (block_formats.h) of each row before
+// using any, so it keeps kGemvRows loads of 16-32 bytes in flight whatever the row length (a
+// 4096-column row is 128 vectors: one a thread). the rows share each x load (x's bytes come
+// from l1: 2n bytes a weight divided by the rows sharing them; the weights' 0.56 (q4_k) to
+// 1.06 (q8_0) bytes a weight come from memory).
+constexpr int kGemvThreads = 128;
+constexpr int kGemvRows = 4;
+
+// y (n, ldy) (+)= x (n, ldx) · w (rows, cols)ᵀ for n <= NB columns. grid: one block per
+// kGemvRows rows [r0, r0 + kGemvRows); thread t takes the rows' vectors t, t + kGemvThreads,
+// ... (so a long row, the 8b's ffn_down of 448 vectors, spreads over the whole block): loads
+// vector v of each row (LoadVec), then per 8-element part dequantizes the rows' weights
+// (DequantPart) and multiplies them with the same 8 elements of each column of x (one 16-byte
+// load, shared by the rows), in fp32. the threads' partial sums meet in warp shuffles and
+// shared memory.
 template <BlockFormat F, int NB>
-__global__ void __launch_bounds__(kGemvWarps * 32)
+__global__ void __launch_bounds__(kGemvThreads)
     BlockGemvKernel(const uint8_t* __restrict__ w, int rows, int cols,
                     const __half* __restrict__ x, int64_t ldx, int n, float* __restrict__ y,
                     int64_t ldy, bool accumulate) {
-  const int lane = threadIdx.x & 31;
-  const int r = blockIdx.x * kGemvWarps + (threadIdx.x >> 5);
-  if (r >= rows) return;
-  constexpr int kBlock = BlockTraits<F>::kBlock, kBytes = BlockTraits<F>::kBytes;
-  const uint8_t* row = w + int64_t{r} * (cols / kBlock) * kBytes;
-  const int chunks = cols / 8;
-  float acc[NB];
+  constexpr int kRows = kGemvRows, kWarps = kGemvThreads / 32;
+  const int r0 = blockIdx.x * kRows;
+  const int64_t row_bytes = BlockRowBytes(F, cols);
+  const int vecs = cols / 32;
+  const uint8_t* row[kRows];
 #pragma unroll
-  for (int j = 0; j < NB; ++j) acc[j] = 0.0f;
-  for (int c = lane; c < chunks; c += 32) {
-    float wv[8];
-    Dequant8<F>(row, c, wv);
+  for (int r = 0; r < kRows; ++r) row[r] = w + (r0 + r < rows ? r0 + r : rows - 1) * row_bytes;
+  float acc[kRows][NB];
 #pragma unroll
-    for (int j = 0; j < NB; ++j) {
-      if (j < n) {
-        const uint4 raw = *reinterpret_cast<const uint4*>(x + j * ldx + 8 * int64_t{c});
-        const __half2* h = reinterpret_cast<const __half2*>(&raw);
+  for (int r = 0; r < kRows; ++r) {
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const float2 f = __half22float2(h[i]);
-          acc[j] = fmaf(wv[2 * i], f.x, acc[j]);
-          acc[j] = fmaf(wv[2 * i + 1], f.y, acc[j]);
+    for (int j = 0; j < NB; ++j) acc[r][j] = 0.0f;
+  }
+  for (int v = threadIdx.x; v < vecs; v += kGemvThreads) {
+    RawVec q[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) q[r] = LoadVec<F>(row[r], v);
+#pragma unroll
+    for (int p = 0; p < 4; ++p) {
+      float wv[kRows][8];
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) DequantPart<F>(q[r], v, p, wv[r]);
+      const __half* xp = x + VecPartStart<F>(v, p);
+#pragma unroll
+      for (int j = 0; j < NB; ++j) {
+        if (j < n) {
+          const uint4 raw = __ldg(reinterpret_cast<const uint4*>(xp + j * ldx));
+          const __half2* h = reinterpret_cast<const __half2*>(&raw);
+          float xf[8];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const float2 f = __half22float2(h[i]);
+            xf[2 * i] = f.x;
+            xf[2 * i + 1] = f.y;
+          }
+#pragma unroll
+          for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+            for (int i = 0; i < 8; ++i) acc[r][j] = fmaf(wv[r][i], xf[i], acc[r][j]);
+          }
         }
       }
     }
   }
+  __shared__ float sums[kWarps][kRows][NB];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #pragma unroll
-  for (int j = 0; j < NB; ++j) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) acc[j] += __shfl_xor_sync(0xffffffffu, acc[j], o);
-  }
-  if (lane == 0) {
+  for (int r = 0; r < kRows; ++r) {
 #pragma unroll
     for (int j = 0; j < NB; ++j) {
-      if (j < n) {
-        float* out = y + j * ldy + r;
-        *out = accumulate ? *out + acc[j] : acc[j];
-      }
+      float a = acc[r][j];
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) a += __shfl_xor_sync(0xffffffffu, a, o);
+      if (lane == 0) sums[warp][r][j] = a;
     }
   }
+  __syncthreads();
+  const int t = threadIdx.x, r = t / NB, j = t % NB;
+  if (t < kRows * NB && r0 + r < rows && j < n) {
+    float a = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kWarps; ++k) a += sums[k][r][j];
+    float* out = y + j * ldy + r0 + r;
+    *out = accumulate ? *out + a : a;
+  }
+}
+
+template <BlockFormat F, int NB>
+void GemvLaunch(const uint8_t* w, int rows, int cols, const __half* x, int64_t ldx, int n,
+                float* y, int64_t ldy, bool accumulate, cudaStream_t stream) {
+  const int grid = (rows + kGemvRows - 1) / kGemvRows;
+  BlockGemvKernel<F, NB><<<grid, kGemvThreads, 0, stream>>>(w, rows, cols, x, ldx, n, y, ldy,
+                                                            accumulate);
 }
 
 template <BlockFormat F>
 void GemvPass(const uint8_t* w, int rows, int cols, const __half* x, int64_t ldx, int n,
               float* y, int64_t ldy, bool accumulate, cudaStream_t stream) {
-  const dim3 grid((rows + kGemvWarps - 1) / kGemvWarps), block(kGemvWarps * 32);
   if (n <= 1) {
-    BlockGemvKernel<F, 1><<<grid, block, 0, stream>>>(w, rows, cols, x, ldx, n, y, ldy, accumulate);
+    GemvLaunch<F, 1>(w, rows, cols, x, ldx, n, y, ldy, accumulate, stream);
   } else if (n <= 2) {
-    BlockGemvKernel<F, 2><<<grid, block, 0, stream>>>(w, rows, cols, x, ldx, n, y, ldy, accumulate);
-  } else if (n <= 4) {
-    BlockGemvKernel<F, 4><<<grid, block, 0, stream>>>(w, rows, cols, x, ldx, n, y, ldy, accumulate);
-  } else if (n <= 8) {
-    BlockGemvKernel<F, 8><<<grid, block, 0, stream>>>(w, rows, cols, x, ldx, n, y, ldy, accumulate);
+    GemvLaunch<F, 2>(w, rows, cols, x, ldx, n, y, ldy, accumulate, stream);
   } else {
-    BlockGemvKernel<F, 16><<<grid, block, 0, stream>>>(w, rows, cols, x, ldx, n, y, ldy,
-                                                       accumulate);
+    GemvLaunch<F, 4>(w, rows, cols, x, ldx, n, y, ldy, accumulate, stream);
+  }
+}
+
+// the tensor-core pass (kBlockGemvExactColumns < n <= 16): a block of kMmaWarps warps on
+// kMmaTiles x 16 weight rows, the warps splitting the rows' columns.
+constexpr int kMmaWarps = 8;
+constexpr int kMmaTiles = 2;
+
+// y (n, ldy) (+)= x (n, ldx) · w (rows, cols)ᵀ for n <= 8 NT columns on tensor cores, the
+// weights rounded to fp16, fp32 accumulation. grid: one block per 16 kMmaTiles rows
+// [r0, r0 + 16 kMmaTiles); warp w takes the vector groups G = w, w + kMmaWarps, ... (group G:
+// vectors 4G .. 4G + 3 of each row, 128 elements). in m16n8k16 terms lane (g, t) = (lane / 4,
+// lane % 4) loads vector 4G + t of rows g and g + 8 of each 16-row tile (the next group's
+// while it multiplies this one), dequantizes it (DequantPart) into its A-fragment slots of 8
+// k-steps and takes the same elements of x's columns g (, g + 8) as its B fragments: the mma's
+// k runs over the 4 vectors' elements in an order that A and B share, so it sums the dot
+// product. the warps' partial tiles meet in shared memory.
+template <BlockFormat F, int NT>
+__global__ void __launch_bounds__(kMmaWarps * 32)
+    BlockMmaKernel(const uint8_t* __restrict__ w, int rows, int cols,
+                   const __half* __restrict__ x, int64_t ldx, int n, float* __restrict__ y,
+                   int64_t ldy, bool accumulate) {
+  constexpr int kRows = 16 * kMmaTiles;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  const int r0 = blockIdx.x * kRows;
+  const int64_t row_bytes = BlockRowBytes(F, cols);
+  const int vecs = cols / 32, groups = (vecs + 3) / 4;
+  const uint8_t* row[kMmaTiles][2];  // rows 16m + g, 16m + g + 8 of the block
+#pragma unroll
+  for (int m = 0; m < kMmaTiles; ++m) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = r0 + 16 * m + g + 8 * h;
+      row[m][h] = w + (r < rows ? r : rows - 1) * row_bytes;
+    }
+  }
+  float acc[kMmaTiles][NT][4];
+#pragma unroll
+  for (int m = 0; m < kMmaTiles; ++m) {
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[m][nt][i] = 0.0f;
+    }
+  }
+  // a lane past the row's last vector (cols not a multiple of 128) holds zeros: its A and B
+  // slots add nothing.
+  RawVec cur[kMmaTiles][2], next[kMmaTiles][2];
+  {
+    const int v = 4 * warp + t;
+#pragma unroll
+    for (int m = 0; m < kMmaTiles; ++m) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) cur[m][h] = v < vecs ? LoadVec<F>(row[m][h], v) : RawVec{};
+    }
+  }
+  for (int G = warp; G < groups; G += kMmaWarps) {
+    const int v = 4 * G + t, vn = v + 4 * kMmaWarps;
+#pragma unroll
+    for (int m = 0; m < kMmaTiles; ++m) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) next[m][h] = vn < vecs ? LoadVec<F>(row[m][h], vn) : RawVec{};
+    }
+#pragma unroll
+    for (int p = 0; p < 4; ++p) {
+      uint32_t b[NT][4];  // x's 8 elements of part p, columns g + 8 nt, as fp16 pairs
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        const int col = g + 8 * nt;
+        uint4 raw = make_uint4(0, 0, 0, 0);
+        if (v < vecs && col < n) {
+          raw = __ldg(reinterpret_cast<const uint4*>(x + col * ldx + VecPartStart<F>(v, p)));
+        }
+        b[nt][0] = raw.x, b[nt][1] = raw.y, b[nt][2] = raw.z, b[nt][3] = raw.w;
+      }
+#pragma unroll
+      for (int m = 0; m < kMmaTiles; ++m) {
+        float lo[8], hi[8];  // rows g, g + 8
+        DequantPart<F>(cur[m][0], v, p, lo);
+        DequantPart<F>(cur[m][1], v, p, hi);
+#pragma unroll
+        for (int s = 0; s < 2; ++s) {  // k-step 2p + s: the part's elements 4s .. 4s + 3
+          const uint32_t a0 = PackHalf2(lo[4 * s], lo[4 * s + 1]);
+          const uint32_t a1 = PackHalf2(hi[4 * s], hi[4 * s + 1]);
+          const uint32_t a2 = PackHalf2(lo[4 * s + 2], lo[4 * s + 3]);
+          const uint32_t a3 = PackHalf2(hi[4 * s + 2], hi[4 * s + 3]);
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+            Mma16816(acc[m][nt], a0, a1, a2, a3, b[nt][2 * s], b[nt][2 * s + 1]);
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int m = 0; m < kMmaTiles; ++m) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) cur[m][h] = next[m][h];
+    }
+  }
+  // acc[m][nt]: rows 16m + g (0, 1) and 16m + g + 8 (2, 3), columns 8nt + 2t (0, 2), + 1 (1, 3).
+  __shared__ float sums[kMmaWarps][kRows][8 * NT];
+#pragma unroll
+  for (int m = 0; m < kMmaTiles; ++m) {
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        sums[warp][16 * m + g + 8 * (i >> 1)][8 * nt + 2 * t + (i & 1)] = acc[m][nt][i];
+      }
+    }
+  }
+  __syncthreads();
+  for (int o = threadIdx.x; o < kRows * 8 * NT; o += kMmaWarps * 32) {
+    const int r = o / (8 * NT), j = o % (8 * NT);
+    if (r0 + r >= rows || j >= n) continue;
+    float a = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kMmaWarps; ++k) a += sums[k][r][j];
+    float* out = y + j * ldy + r0 + r;
+    *out = accumulate ? *out + a : a;
+  }
+}
+
+template <BlockFormat F>
+void MmaPass(const uint8_t* w, int rows, int cols, const __half* x, int64_t ldx, int n,
+             float* y, int64_t ldy, bool accumulate, cudaStream_t stream) {
+  const int grid = (rows + 16 * kMmaTiles - 1) / (16 * kMmaTiles);
+  if (n <= 8) {
+    BlockMmaKernel<F, 1><<<grid, kMmaWarps * 32, 0, stream>>>(w, rows, cols, x, ldx, n, y, ldy,
+                                                              accumulate);
+  } else {
+    BlockMmaKernel<F, 2><<<grid, kMmaWarps * 32, 0, stream>>>(w, rows, cols, x, ldx, n, y, ldy,
+                                                              accumulate);
   }
 }
 
@@ -180,13 +354,18 @@ std::string LaunchBlockGemv(BlockFormat format, const uint8_t* w, int rows, int 
                             bool accumulate, cudaStream_t stream) {
   if (rows <= 0 || n <= 0) return "";
   if (cols % BlockElements(format) != 0 || ldx % 8 != 0 ||
-      reinterpret_cast<uintptr_t>(x) % 16 != 0) {
-    return "LaunchBlockGemv: cols must be a multiple of the block size, x 16-byte aligned";
+      reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(w) % 16 != 0) {
+    return "LaunchBlockGemv: cols must be a multiple of the block size, w and x 16-byte aligned";
   }
   for (int j0 = 0; j0 < n; j0 += kBlockGemvMaxColumns) {
     const int nj = n - j0 < kBlockGemvMaxColumns ? n - j0 : kBlockGemvMaxColumns;
-    VQ_BLOCK_FORMAT_SWITCH(format, GemvPass<F>(w, rows, cols, x + j0 * ldx, ldx, nj,
-                                                y + j0 * ldy, ldy, accumulate, stream));
+    if (nj <= kBlockGemvExactColumns) {
+      VQ_BLOCK_FORMAT_SWITCH(format, GemvPass<F>(w, rows, cols, x + j0 * ldx, ldx, nj,
+                                                  y + j0 * ldy, ldy, accumulate, stream));
+    } else {
+      VQ_BLOCK_FORMAT_SWITCH(format, MmaPass<F>(w, rows, cols, x + j0 * ldx, ldx, nj,
+                                                 y + j0 * ldy, ldy, accumulate, stream));
+    }
   }
   VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return "";

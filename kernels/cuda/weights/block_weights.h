@@ -20,9 +20,13 @@ namespace vqserve::cuda {
 // the most batch columns one pass of LaunchBlockGemv takes; more run in passes of this many,
 // each reading the weights again.
 constexpr int kBlockGemvMaxColumns = 16;
+// passes of up to this many columns multiply in fp32; wider ones on tensor cores, with the
+// weights rounded to fp16 (as the fp16 weights' cublas path).
+constexpr int kBlockGemvExactColumns = 4;
 
 // y (n, ldy) fp32, columns [0, rows): y[j][r] (+)= sum_k x[j][k] * w[r][k], x (n, ldx) fp16,
-// fp32 products and accumulation; each weight byte read once per pass. n >= 1.
+// fp32 accumulation (and products up to kBlockGemvExactColumns columns); each weight byte
+// read once per pass. n >= 1; w and x 16-byte aligned.
 std::string LaunchBlockGemv(BlockFormat format, const uint8_t* w, int rows, int cols,
                             const __half* x, int64_t ldx, int n, float* y, int64_t ldy,
                             bool accumulate, cudaStream_t stream);
