@@ -6,13 +6,21 @@
 namespace vqserve::cuda {
 namespace {
 
-// grid (batch * num_heads), 128 threads, num_slots <= kWorkspaceSlots (<= 64). slots with
+// grid (batch * num_heads), 128 threads, num_slots <= kWorkspaceSlots (33). slots with
 // m = -inf hold no tokens; a head with no tokens at all gets zeros. launched programmatically
 // it may start before the decode kernel ends: it waits for it first. warp 0 turns the slots'
 // (m, l) into weights in one round of loads, then every thread sums its dims over the slots
 // with the accumulator loads unrolled (few dependent round trips: 17 slots at 1 x 128K).
+// the weights' array is padded to a multiple of 4 slots, the pad zero: ptxas unrolls the tail
+// loop by four and issues the loads of weight[s + 1 .. s + 3] before it knows they are below
+// num_slots (their values unused then); with all kWorkspaceSlots = 33 slots in use (1 x 128K)
+// those from weight[32] ran past the block's 136 bytes of shared memory (compute-sanitizer
+// memcheck: "invalid __shared__ read of size 12 ... access to 0x480", the window at 0x400).
+constexpr int kPaddedSlots = (kWorkspaceSlots + 3) / 4 * 4;
+static_assert(kPaddedSlots <= 64, "warp 0 writes 64 slots");
+
 __global__ void SplitCombineKernel(const DecodeAttentionParams p, int num_slots) {
-  __shared__ float weight[kWorkspaceSlots];  // exp(m_s - max), 0 for empty slots
+  __shared__ float weight[kPaddedSlots];  // exp(m_s - max), 0 for empty slots and the pad
   __shared__ float inv_denom;                // 0: the head has no tokens
   GridDependencyWait();
   const int b = blockIdx.x / p.num_heads, h = blockIdx.x % p.num_heads;
@@ -30,7 +38,7 @@ __global__ void SplitCombineKernel(const DecodeAttentionParams p, int num_slots)
     for (int i = 0; i < 2; ++i) {
       const int slot = lane + 32 * i;
       const float e = ml[i].x == -INFINITY ? 0.0f : __expf(ml[i].x - mx);
-      if (slot < kWorkspaceSlots) weight[slot] = e;
+      if (slot < kPaddedSlots) weight[slot] = e;
       l += ml[i].y * e;
     }
     l = WarpSum(l);
