@@ -17,6 +17,7 @@
 #include "runtime/model/sampler.h"
 #include "tools/vqserve/codec_choice.h"
 #include "tools/vqserve/command.h"
+#include "tools/vqserve/gpu_weights_flag.h"
 
 namespace vqserve::cli {
 namespace {
@@ -25,12 +26,14 @@ constexpr char kUsage[] =
     "usage: vqserve generate [--model PATH] --prompt TEXT [--chat] [--max-tokens N]\n"
     "         [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--repetition-penalty R]\n"
     "         [--seed S] [--threads N] [--fp32] [--device cpu|cuda]\n"
-    "         [--kv-codec C (default fp16) --codebooks FILE.vqcb] [--kv-sink-tokens N (32)]\n";
+    "         [--kv-codec C (default fp16) --codebooks FILE.vqcb] [--kv-sink-tokens N (32)]\n"
+    "         [--gpu-weights fp16|blocks (cuda: gguf blocks dequantized at load or kept)]\n";
 
 struct GenerateFlags {
   std::string model = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
   std::string prompt;
-  std::string device = "cpu";  // cpu, or cuda (fp16 weights and kv cache on the gpu)
+  std::string device = "cpu";  // cpu, or cuda (weights and kv cache on the gpu)
+  CudaWeights gpu_weights = CudaWeights::kFp16;
   bool chat = false;
   bool fp32 = false;  // fp32 weights for decode steps too (no q4/q8 blocks)
   int max_tokens = 128;
@@ -44,6 +47,7 @@ struct GenerateFlags {
 // parses argv into flags; false (after printing why) on a bad flag.
 bool ParseFlags(int argc, char** argv, GenerateFlags* f) {
   bool have_prompt = false;
+  std::string gpu_weights = "fp16";
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&](const char** out) {
@@ -65,7 +69,8 @@ bool ParseFlags(int argc, char** argv, GenerateFlags* f) {
     } else if (a == "--model" || a == "--prompt" || a == "--max-tokens" || a == "--temperature" ||
                a == "--top-p" || a == "--top-k" || a == "--min-p" || a == "--seed" ||
                a == "--threads" || a == "--repetition-penalty" || a == "--device" ||
-               a == "--kv-codec" || a == "--codebooks" || a == "--kv-sink-tokens") {
+               a == "--kv-codec" || a == "--codebooks" || a == "--kv-sink-tokens" ||
+               a == "--gpu-weights") {
       if (!value(&v)) return false;
       if (a == "--model") f->model = v;
       if (a == "--prompt") f->prompt = v, have_prompt = true;
@@ -81,6 +86,7 @@ bool ParseFlags(int argc, char** argv, GenerateFlags* f) {
       if (a == "--kv-codec") f->kv_codec = v;
       if (a == "--codebooks") f->codebooks = v;
       if (a == "--kv-sink-tokens") f->sink_tokens = std::atoi(v);
+      if (a == "--gpu-weights") gpu_weights = v;
     } else {
       std::fprintf(stderr, "vqserve generate: unknown flag '%s'\n%s", a.c_str(), kUsage);
       return false;
@@ -94,6 +100,11 @@ bool ParseFlags(int argc, char** argv, GenerateFlags* f) {
     std::fprintf(stderr, "vqserve generate: --device must be cpu or cuda\n");
     return false;
   }
+  if (const std::string why = ParseGpuWeights(gpu_weights, f->device, &f->gpu_weights);
+      !why.empty()) {
+    std::fprintf(stderr, "vqserve generate: %s\n", why.c_str());
+    return false;
+  }
   if (f->max_tokens < 0) f->max_tokens = 0;
   return true;
 }
@@ -105,7 +116,8 @@ int RunGenerate(int argc, char** argv) {
   options.num_threads = flags.threads;
   options.quantized_decode = !flags.fp32;
   const bool cuda = flags.device == "cuda";
-  auto model = cuda ? LoadCudaLlamaModel(flags.model) : LlamaModel::Load(flags.model, options);
+  auto model = cuda ? LoadCudaLlamaModel(flags.model, flags.gpu_weights)
+                    : LlamaModel::Load(flags.model, options);
   if (!model.ok()) {
     std::fprintf(stderr, "vqserve generate: %s\n", std::string(model.status().message()).c_str());
     return 1;

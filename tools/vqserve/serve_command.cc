@@ -22,6 +22,7 @@
 #include "server/server_metrics.h"
 #include "tools/vqserve/codec_choice.h"
 #include "tools/vqserve/command.h"
+#include "tools/vqserve/gpu_weights_flag.h"
 
 namespace vqserve::cli {
 namespace {
@@ -36,11 +37,14 @@ constexpr char kUsage[] =
     "         [--default-max-tokens N] [--threads N]\n"
     "         [--max-streams-per-client N (0: no bound; the client is its api key, else its\n"
     "           address)] [--max-request-seconds S (0: none)] [--max-request-bytes BYTES]\n"
-    "         [--no-prefix-cache] [--prefix-checkpoint-tokens N (default 1024)]\n";
+    "         [--no-prefix-cache] [--prefix-checkpoint-tokens N (default 1024)]\n"
+    "         [--gpu-weights fp16|blocks (cuda: quantized tensors dequantized to fp16 at load,\n"
+    "           the default, or kept in their gguf blocks)]\n";
 
 struct ServeFlags {
   std::string model;
   std::string device = "cpu";
+  std::string gpu_weights = "fp16";
   std::string host = "0.0.0.0";
   int port = 50051;
   int metrics_port = 9464;
@@ -99,6 +103,7 @@ bool ParseFlags(int argc, char** argv, ServeFlags* f) {
     bool ok = true;
     if (a == "--model") f->model = v;
     else if (a == "--device") f->device = v;
+    else if (a == "--gpu-weights") f->gpu_weights = v;
     else if (a == "--host") f->host = v;
     else if (a == "--port") ok = absl::SimpleAtoi(v, &f->port);
     else if (a == "--metrics-port") ok = absl::SimpleAtoi(v, &f->metrics_port);
@@ -167,6 +172,12 @@ int RunServe(int argc, char** argv) {
     std::fprintf(stderr, "vqserve serve: --device must be cpu or cuda\n");
     return 2;
   }
+  CudaWeights gpu_weights = CudaWeights::kFp16;
+  if (const std::string why = ParseGpuWeights(flags.gpu_weights, flags.device, &gpu_weights);
+      !why.empty()) {
+    std::fprintf(stderr, "vqserve serve: %s\n", why.c_str());
+    return 2;
+  }
   std::vector<std::string> codecs = {flags.kv_codec};
   for (absl::string_view c : absl::StrSplit(flags.kv_codecs, ',', absl::SkipEmpty())) {
     std::string name(c);
@@ -200,7 +211,7 @@ int RunServe(int argc, char** argv) {
   LoadOptions load;
   load.num_threads = flags.threads;
   absl::StatusOr<std::unique_ptr<LlamaModel>> model =
-      cuda ? LoadCudaLlamaModel(flags.model) : LlamaModel::Load(flags.model, load);
+      cuda ? LoadCudaLlamaModel(flags.model, gpu_weights) : LlamaModel::Load(flags.model, load);
   if (!model.ok()) return Fail(model.status());
 
   // the attention sink (PagedKvCache, CudaKvCache): one page of fp16 tokens per sequence.
