@@ -84,15 +84,28 @@ VQ_HOST_DEVICE uint64_t Load8Aligned(const uint8_t* p) {
 #endif
 }
 
+// scale and min of sub-block j (0..7) of a q4_k / q5_k block from its scale bytes as the words
+// s0 = scales[0, 4), s1 = scales[4, 8), s2 = scales[8, 12) (ScaleMinK4 on registers).
+VQ_HOST_DEVICE void ScaleMinK4Words(int j, uint32_t s0, uint32_t s1, uint32_t s2, int* d,
+                                    int* m) {
+  const int sh = 8 * (j & 3);
+  const int a = (s0 >> sh) & 0xFF, b = (s1 >> sh) & 0xFF, c = (s2 >> sh) & 0xFF;
+  if (j < 4) {
+    *d = a & 63;
+    *m = b & 63;
+  } else {
+    *d = (c & 0xF) | ((a >> 6) << 4);
+    *m = (c >> 4) | ((b >> 6) << 4);
+  }
+}
+
 // scale and min (6 bits each) of sub-block j (0..7) of a q4_k / q5_k block's 12 scale bytes.
 VQ_HOST_DEVICE void ScaleMinK4(int j, const uint8_t* q, int* d, int* m) {
-  if (j < 4) {
-    *d = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  uint32_t s[3];
+  for (int i = 0; i < 3; ++i) {
+    s[i] = q[4 * i] | (q[4 * i + 1] << 8) | (q[4 * i + 2] << 16) | (uint32_t{q[4 * i + 3]} << 24);
   }
+  ScaleMinK4Words(j, s[0], s[1], s[2], d, m);
 }
 
 // out[0..8) = elements [8c, 8c + 8) of the row whose blocks start at `row`.
@@ -243,21 +256,6 @@ VQ_HOST_DEVICE float BiasedToFloat(uint32_t u, int offset) {
 #else
   return static_cast<float>(static_cast<int>(u) - offset);
 #endif
-}
-
-// scale and min of sub-block j (0..7) of a q4_k / q5_k block from its scale bytes as the words
-// s0 = scales[0, 4), s1 = scales[4, 8), s2 = scales[8, 12) (ScaleMinK4 on registers).
-VQ_HOST_DEVICE void ScaleMinK4Words(int j, uint32_t s0, uint32_t s1, uint32_t s2, int* d,
-                                    int* m) {
-  const int sh = 8 * (j & 3);
-  const int a = (s0 >> sh) & 0xFF, b = (s1 >> sh) & 0xFF, c = (s2 >> sh) & 0xFF;
-  if (j < 4) {
-    *d = a & 63;
-    *m = b & 63;
-  } else {
-    *d = (c & 0xF) | ((a >> 6) << 4);
-    *m = (c >> 4) | ((b >> 6) << 4);
-  }
 }
 
 // first element (within the row) of part p (0..3) of vector v.
