@@ -1,7 +1,8 @@
 // the gpu's resident weight formats (kernels/cuda/weights/block_formats.h, compiled here for the
 // host) dequantize every chunk of random rows to the values of the cpu's Dequantize
 // (runtime/gguf, itself checked against gguf-py), both through Dequant8 and through the gemv's
-// 32-element vectors (LoadVec + DequantPart), which must cover every element of a row once.
+// 32-element vectors (LoadVec + DequantPart, and as integer runs: RunInts), which must cover
+// every element of a row once.
 // runs without a gpu.
 #include <algorithm>
 #include <cmath>
@@ -80,6 +81,25 @@ void CheckVectors(GgmlType type, std::mt19937& rng) {
       }
     }
     for (int e = 0; e < cols; ++e) ASSERT_EQ(seen[e], 1) << t.name << " element " << e;
+    // the same vectors as 16-element integer runs (the dp4a gemv): a q + b is the element.
+    for (int v = 0; v < cols / 32; ++v) {
+      const cuda::RawVec q = cuda::LoadVec<F>(row, v);
+      for (int run = 0; run < 2; ++run) {
+        const cuda::IntRun ir = cuda::RunInts<F>(q, v, run);
+        const int e = cuda::VecPartStart<F>(v, 2 * run);
+        for (int i = 0; i < 16; ++i) {
+          const int qi = static_cast<int8_t>(ir.q[i / 4] >> (8 * (i % 4)));
+          if (F != BlockFormat::kQ8_0) {
+            ASSERT_TRUE(qi >= 0 && qi < 64) << t.name;
+          }
+          const float w = want[size_t(r) * cols + e + i];
+          const double got = double(ir.a) * qi + ir.b;
+          ASSERT_NEAR(got, w, 1e-6 * std::max({1.0, std::fabs(got), std::fabs(double(ir.b))}))
+              << t.name << " row " << r << " vector " << v << " run " << run << " element "
+              << e + i;
+        }
+      }
+    }
   }
 }
 

@@ -81,15 +81,39 @@ std::vector<uint16_t> RandomHalves(int64_t count, std::mt19937& rng) {
   return x;
 }
 
+std::vector<float> ToFloats(const std::vector<uint16_t>& x) {
+  std::vector<float> f(x.size());
+  for (size_t i = 0; i < x.size(); ++i) f[i] = HalfToFloat(x[i]);
+  return f;
+}
+
+// x as the integer gemv multiplies it (block_weights.h): each run of 16 elements quantized to
+// int8 (d = max |x| / 127, q = x (127 / max |x|) rounded to nearest even, the fp32 operations
+// the kernel does) and scaled back, d q, in float64.
+std::vector<double> QuantizedRuns(const std::vector<float>& x) {
+  std::vector<double> out(x.size());
+  for (size_t r0 = 0; r0 < x.size(); r0 += 16) {
+    float amax = 0.0f;
+    for (int i = 0; i < 16; ++i) amax = std::max(amax, std::fabs(x[r0 + i]));
+    const float d = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    for (int i = 0; i < 16; ++i) {
+      const float scaled = x[r0 + i] * inv;
+      out[r0 + i] = double(d) * std::nearbyint(scaled);
+    }
+  }
+  return out;
+}
+
 // ref (n, rows) = y0 + x · wᵀ in float64 over the cpu's dequantized weights.
-std::vector<double> Reference(const std::vector<float>& w, const std::vector<uint16_t>& x,
+template <class X>
+std::vector<double> Reference(const std::vector<float>& w, const std::vector<X>& x,
                               const std::vector<float>& y0, int rows, int cols, int n) {
   std::vector<double> ref(size_t(n) * rows);
   for (int j = 0; j < n; ++j) {
     for (int r = 0; r < rows; ++r) {
       double s = y0.empty() ? 0.0 : y0[size_t(j) * rows + r];
       for (int k = 0; k < cols; ++k) {
-        s += double(w[size_t(r) * cols + k]) * HalfToFloat(x[size_t(j) * cols + k]);
+        s += double(w[size_t(r) * cols + k]) * double(x[size_t(j) * cols + k]);
       }
       ref[size_t(j) * rows + r] = s;
     }
@@ -107,11 +131,14 @@ double RelativeError(const std::vector<float>& got, const std::vector<double>& r
   return std::sqrt(num / std::max(den, 1e-30));
 }
 
-// relative error allowed: fp32 rounding for the fused fp32 kernel (batches up to
-// kBlockGemvExactColumns); fp16 rounding of the weights where a product goes through tensor
-// cores (wider batches) or the fp16 scratch (CudaWeightMatrix above kBlockGemvMaxColumns
-// columns), as the fp16 weights' cublas path.
-double Tolerance(bool fp16_weights) { return fp16_weights ? 3e-3 : 1e-5; }
+// relative error allowed: fp32 rounding for the integer kernel (batches up to
+// kBlockGemvIntColumns) against x as it quantizes it (QuantizedRuns); fp16 rounding of the
+// weights where a product goes through tensor cores (wider batches) or the fp16 scratch
+// (CudaWeightMatrix above kBlockGemvMaxColumns columns), as the fp16 weights' cublas path.
+constexpr double kFp32Rounding = 1e-5, kFp16Weights = 3e-3;
+// the int8 runs against x itself: each element off by up to d / 2 (about 0.4 % of the run's
+// largest), so about 0.4 % of a dot product of x uniform in ±1.
+constexpr double kInt8Activations = 1e-2;
 
 template <class T>
 void ToDevice(const std::vector<T>& host, DeviceArray<T>* dev) { dev->Upload(host); }
@@ -158,11 +185,19 @@ TEST_P(CudaBlockWeightsTest, KernelsMatchCpuDequantizeAndFloat64Matmul) {
         }
       }
     }
+    const std::vector<float> xf = ToFloats(x), y00 = accumulate ? base : std::vector<float>();
+    const bool ints = c.batch <= cuda::kBlockGemvIntColumns;
     const std::vector<double> ref =
-        Reference(w, x, accumulate ? base : std::vector<float>(), c.rows, c.cols, c.batch);
-    EXPECT_LE(RelativeError(got, ref), Tolerance(c.batch > cuda::kBlockGemvExactColumns))
+        ints ? Reference(w, QuantizedRuns(xf), y00, c.rows, c.cols, c.batch)
+             : Reference(w, xf, y00, c.rows, c.cols, c.batch);
+    EXPECT_LE(RelativeError(got, ref), ints ? kFp32Rounding : kFp16Weights)
         << name << " rows " << c.rows << " cols " << c.cols << " batch " << c.batch
         << (accumulate ? " accumulate" : "");
+    if (ints) {
+      EXPECT_LE(RelativeError(got, Reference(w, xf, y00, c.rows, c.cols, c.batch)),
+                kInt8Activations)
+          << name << " against x unquantized";
+    }
   }
 
   // dequantized to fp16: the cpu's values rounded to fp16 (one fp16 ulp where the gpu's fused
@@ -260,9 +295,11 @@ TEST(CudaWeightMatrixTest, StackedFormatsMultiplyLikeFloat64) {
     m.Multiply(reinterpret_cast<const __half*>(dx.data()), n, dy.data(), false, ctx);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const std::vector<float> y = dy.Download();
+    // the f32 segment multiplies x itself (cublas), the block ones x's int8 runs up to
+    // kBlockGemvIntColumns columns: all against x unquantized.
     EXPECT_LE(RelativeError(std::vector<float>(y.begin(), y.begin() + size_t(n) * rows),
-                            Reference(w, x, {}, rows, cols, n)),
-              Tolerance(n > cuda::kBlockGemvExactColumns))
+                            Reference(w, ToFloats(x), {}, rows, cols, n)),
+              n <= cuda::kBlockGemvIntColumns ? kInt8Activations : kFp16Weights)
         << "batch " << n;
   }
   cublasDestroy(blas);

@@ -35,6 +35,7 @@
 # length + OUT_TOKENS + 1 rounded up to 256 and -c = slots x that, all equal to KV_TOKENS
 # (default: KV_MULT=2 x the lcm of those lengths: 599040 tokens = 78517370880 bytes at the
 # defaults); vqserve gets --kv-memory KV_TOKENS x B_TOKEN, shared by its codecs.
+# ONLY="PATTERN..." runs only the cells whose ids match (`h200_load.sh cells` lists the ids).
 # knobs for a CPU dry run: SHAPE=tiny DEVICE=cpu VQ_BIN=DIR (a built vqserve) LLAMA_PREFIX=DIR
 # (a llama.cpp build of build_llama_cpp.sh) PY=python3-with-grpcio WINDOW PREFIX_WINDOW
 # SKIP_LLAMA=1 (vqserve's cells only); FP16=1 adds vqserve's fp16 cells. run from the checkout
@@ -122,8 +123,23 @@ kv_tokens() {
 }
 longest() { local m=0 p; for p in $PROMPTS; do [ "$p" -gt $m ] && m=$p; done; echo $m; }
 
-# the cells: ID SERVER CODEC PROMPT SHARED CONCURRENCY WINDOW
+# the cells: ID SERVER CODEC PROMPT SHARED CONCURRENCY WINDOW; ONLY (cell id patterns, e.g.
+# "ll-* vq-fp16-*") keeps the matching ones.
 cells() {
+  if [ -n "${ONLY:-}" ]; then
+    local line id pat
+    all_cells | while read -r line; do
+      id=${line%% *}
+      for pat in $ONLY; do
+        # shellcheck disable=SC2053
+        [[ $id == $pat ]] && { echo "$line"; break; }
+      done
+    done
+    return 0
+  fi
+  all_cells
+}
+all_cells() {
   local long p c shared=${PREFIX% *} own=${PREFIX#* } short=0
   long=$(longest)
   for p in $PROMPTS; do [ $((shared + own)) -le "$p" ] && { [ $short = 0 ] || [ "$p" -lt $short ]; } && short=$p; done

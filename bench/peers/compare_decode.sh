@@ -28,6 +28,8 @@
 #            OUR_WEIGHTS=blocks (vqserve keeps a quantized file's blocks resident; fp16: dequantized)
 #            GGUF_DIR (default /dev/shm/peers when it has 25 GB free, else /tmp/peers/gguf)
 #            SHAPE=llama8b (tools/make_random_gguf.py's shape; tiny for a dry run of the script)
+#            LLAMA_TARGETS="llama-batched-bench llama-quantize" (add llama-server for
+#            bench/load/h200_load.sh's LLAMA_PREFIX=/tmp/peers/llama.cpp on the same machine)
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 
@@ -89,7 +91,7 @@ run() {
       "$(tar -xJOf "$HERE/llama.cpp-src.tar.xz" llama.cpp/VQSERVE_SOURCE)"
   } | tee "$OUT/env.log"
   JOBS=$((ncpu > 8 ? ncpu - 2 : ncpu)) $slow bash "$HERE/build_llama_cpp.sh" build \
-    "$HERE/llama.cpp-src.tar.xz" "$L" llama-batched-bench llama-quantize \
+    "$HERE/llama.cpp-src.tar.xz" "$L" ${LLAMA_TARGETS:-llama-batched-bench llama-quantize} \
     > "$OUT/llama_build.log" 2>&1 &
   local build_pid=$!
   local name=random-${SHAPE:-llama8b}

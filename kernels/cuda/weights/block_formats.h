@@ -358,6 +358,52 @@ VQ_HOST_DEVICE void DequantPart(const RawVec& q, int v, int p, float* out) {
   }
 }
 
+// ---- 16-element runs as integers: the gemv's dp4a path (block_weights.cu) ----
+// run r (0, 1) of vector v is its parts 2r, 2r + 1: the 16 row elements
+// [VecPartStart<F>(v, 2r), + 16). RunInts<F> gives their quants as 16 int8 (byte i of
+// q[i / 4] is element i's, 0..63 or q8_0's signed byte) and the run's factors with
+// element_i = a q_i + b, so that sum_i w_i x_i = a sum_i q_i x_i + b sum_i x_i.
+struct IntRun {
+  uint32_t q[4];
+  float a, b;
+};
+
+template <BlockFormat F>
+VQ_HOST_DEVICE IntRun RunInts(const RawVec& q, int v, int r) {
+  IntRun out;
+  const float d = HalfBitsToFloat(static_cast<uint16_t>(q.head[0]));
+  if constexpr (F == BlockFormat::kQ8_0) {
+    for (int i = 0; i < 4; ++i) out.q[i] = q.q[4 * r + i];
+    out.a = d;
+    out.b = 0.0f;
+  } else if constexpr (F == BlockFormat::kQ4_0 || F == BlockFormat::kQ4_1) {
+    for (int i = 0; i < 4; ++i) out.q[i] = (q.q[i] >> (4 * r)) & 0x0F0F0F0Fu;
+    out.a = d;
+    out.b = F == BlockFormat::kQ4_1 ? HalfBitsToFloat(static_cast<uint16_t>(q.head[0] >> 16))
+                                    : -8.0f * d;
+  } else if constexpr (F == BlockFormat::kQ4_K || F == BlockFormat::kQ5_K) {
+    const int s = 2 * ((v & 7) >> 1) + r;  // sub-block
+    int sc, mn;
+    ScaleMinK4Words(s, q.head[1], q.head[2], q.head[3], &sc, &mn);
+    for (int i = 0; i < 4; ++i) {
+      uint32_t u = (q.q[i] >> (4 * r)) & 0x0F0F0F0Fu;
+      if constexpr (F == BlockFormat::kQ5_K) u |= ((q.q[4 + i] >> s) & 0x01010101u) << 4;
+      out.q[i] = u;
+    }
+    out.a = d * sc;
+    out.b = -(HalfBitsToFloat(static_cast<uint16_t>(q.head[0] >> 16)) * mn);
+  } else {  // q6_k: qh bits 2k of the quarter k, values q - 32
+    const int k = ((v >> 1) & 1) + 2 * r;
+    for (int i = 0; i < 4; ++i) {
+      out.q[i] = ((q.q[i] >> (4 * r)) & 0x0F0F0F0Fu) |
+                 (((q.q[4 + i] >> (2 * k)) & 0x03030303u) << 4);
+    }
+    out.a = d * static_cast<int8_t>(q.head[0] >> (16 + 8 * r));
+    out.b = -32.0f * out.a;
+  }
+  return out;
+}
+
 }  // namespace vqserve::cuda
 
 #endif  // VQSERVE_KERNELS_CUDA_WEIGHTS_BLOCK_FORMATS_H_

@@ -1,7 +1,8 @@
-// the block-weight kernels (block_weights.h): the fused dequantize-and-multiply in fp32 for
-// batches of 1-4 (a block of 128 threads on 4 weight rows, 32-element vectors of quants) and on
-// tensor cores for 5-16 (a block of 8 warps on 32 rows, the same vectors dequantized straight
-// into mma fragments); one thread per 8-element chunk for the dequantization and gather.
+// the block-weight kernels (block_weights.h): the fused multiply in integers for batches of 1-4
+// (a block of 128 threads on 8 weight rows, 32-element vectors of quants against x quantized
+// to int8 in 16-element runs, dp4a) and on tensor cores for 5-16 (a block of 8 warps on 32
+// rows, the same vectors dequantized straight into mma fragments); one thread per 8-element
+// chunk for the dequantization and gather.
 #include "kernels/cuda/weights/block_weights.h"
 
 #include "kernels/cuda/common/cuda_check.h"
@@ -18,22 +19,63 @@ int GridFor(int64_t work) {
   return static_cast<int>(b < kMaxBlocks ? (b > 0 ? b : 1) : kMaxBlocks);
 }
 
-// the fp32 gemv (n <= kBlockGemvExactColumns): a block of kGemvThreads threads on kGemvRows
+// the integer gemv (n <= kBlockGemvIntColumns): a block of kGemvThreads threads on kGemvRows
 // weight rows; a thread loads one 32-element vector (block_formats.h) of each row before
 // using any, so it keeps kGemvRows loads of 16-32 bytes in flight whatever the row length (a
-// 4096-column row is 128 vectors: one a thread). the rows share each x load (x's bytes come
-// from l1: 2n bytes a weight divided by the rows sharing them; the weights' 0.56 (q4_k) to
-// 1.06 (q8_0) bytes a weight come from memory).
+// 4096-column row is 128 vectors: one a thread). x is quantized to int8 in 16-element runs as
+// the thread reads it (once a block, shared by its rows) and each run's dot product is 4 dp4a
+// instructions: about one instruction a weight, where dequantizing to fp32 took six and left
+// the batch-1 gemv bound by instruction issue, not memory.
 constexpr int kGemvThreads = 128;
-constexpr int kGemvRows = 4;
+constexpr int kGemvRows = 8;
 
-// y (n, ldy) (+)= x (n, ldx) · w (rows, cols)ᵀ for n <= NB columns. grid: one block per
-// kGemvRows rows [r0, r0 + kGemvRows); thread t takes the rows' vectors t, t + kGemvThreads,
-// ... (so a long row, the 8b's ffn_down of 448 vectors, spreads over the whole block): loads
-// vector v of each row (LoadVec), then per 8-element part dequantizes the rows' weights
-// (DequantPart) and multiplies them with the same 8 elements of each column of x (one 16-byte
-// load, shared by the rows), in fp32. the threads' partial sums meet in warp shuffles and
-// shared memory.
+// x's 16 elements at p (16-byte aligned) as int8: x_i ~ d q_i with d = max |x_i| / 127 and
+// q_i = x_i (127 / max |x_i|) rounded to nearest even (all 0 for a zero run); qsum = sum q_i.
+struct QuantRun {
+  uint32_t q[4];
+  float d;
+  int qsum;
+};
+
+__device__ __forceinline__ QuantRun QuantizeRun(const __half* p) {
+  const uint4 raw[2] = {__ldg(reinterpret_cast<const uint4*>(p)),
+                        __ldg(reinterpret_cast<const uint4*>(p + 8))};
+  const __half2* h = reinterpret_cast<const __half2*>(raw);
+  float f[16];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const float2 t = __half22float2(h[i]);
+    f[2 * i] = t.x;
+    f[2 * i + 1] = t.y;
+  }
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) amax = fmaxf(amax, fabsf(f[i]));
+  QuantRun out;
+  out.d = __fdiv_rn(amax, 127.0f);
+  const float inv = amax > 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
+  out.qsum = 0;
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+    uint32_t word = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      word |= (static_cast<uint32_t>(__float2int_rn(__fmul_rn(f[4 * w + i], inv))) & 0xFFu)
+              << (8 * i);
+    }
+    out.q[w] = word;
+    out.qsum = __dp4a(static_cast<int>(word), 0x01010101, out.qsum);
+  }
+  return out;
+}
+
+// y (n, ldy) (+)= x (n, ldx) · w (rows, cols)ᵀ for n <= NB columns, x's runs quantized
+// (QuantizeRun): y = sum over runs of d (a sum_i q_i qx_i + b sum_i qx_i) = sum_k w_k x^_k
+// exactly up to fp32 rounding (x^ = d q). grid: one block per kGemvRows rows [r0, r0 +
+// kGemvRows); thread t takes the rows' vectors t, t + kGemvThreads, ... (a long row, the 8b's
+// ffn_down of 448 vectors, spreads over the whole block): loads vector v of each row (LoadVec),
+// then per run quantizes each column's 16 elements of x and takes the rows' integer runs
+// (RunInts) against them. the threads' partial sums meet in warp shuffles and shared memory.
 template <BlockFormat F, int NB>
 __global__ void __launch_bounds__(kGemvThreads)
     BlockGemvKernel(const uint8_t* __restrict__ w, int rows, int cols,
@@ -57,27 +99,25 @@ __global__ void __launch_bounds__(kGemvThreads)
 #pragma unroll
     for (int r = 0; r < kRows; ++r) q[r] = LoadVec<F>(row[r], v);
 #pragma unroll
-    for (int p = 0; p < 4; ++p) {
-      float wv[kRows][8];
+    for (int run = 0; run < 2; ++run) {
+      IntRun ir[kRows];
 #pragma unroll
-      for (int r = 0; r < kRows; ++r) DequantPart<F>(q[r], v, p, wv[r]);
-      const __half* xp = x + VecPartStart<F>(v, p);
+      for (int r = 0; r < kRows; ++r) ir[r] = RunInts<F>(q[r], v, run);
+      const __half* xp = x + VecPartStart<F>(v, 2 * run);
 #pragma unroll
       for (int j = 0; j < NB; ++j) {
         if (j < n) {
-          const uint4 raw = __ldg(reinterpret_cast<const uint4*>(xp + j * ldx));
-          const __half2* h = reinterpret_cast<const __half2*>(&raw);
-          float xf[8];
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            const float2 f = __half22float2(h[i]);
-            xf[2 * i] = f.x;
-            xf[2 * i + 1] = f.y;
-          }
+          const QuantRun xr = QuantizeRun(xp + j * ldx);
+          const float bsum = static_cast<float>(xr.qsum);
 #pragma unroll
           for (int r = 0; r < kRows; ++r) {
+            int dot = 0;
 #pragma unroll
-            for (int i = 0; i < 8; ++i) acc[r][j] = fmaf(wv[r][i], xf[i], acc[r][j]);
+            for (int i = 0; i < 4; ++i) {
+              dot = __dp4a(static_cast<int>(ir[r].q[i]), static_cast<int>(xr.q[i]), dot);
+            }
+            acc[r][j] = fmaf(xr.d, fmaf(ir[r].a, static_cast<float>(dot), ir[r].b * bsum),
+                             acc[r][j]);
           }
         }
       }
@@ -126,7 +166,7 @@ void GemvPass(const uint8_t* w, int rows, int cols, const __half* x, int64_t ldx
   }
 }
 
-// the tensor-core pass (kBlockGemvExactColumns < n <= 16): a block of kMmaWarps warps on
+// the tensor-core pass (kBlockGemvIntColumns < n <= 16): a block of kMmaWarps warps on
 // kMmaTiles x 16 weight rows, the warps splitting the rows' columns.
 constexpr int kMmaWarps = 8;
 constexpr int kMmaTiles = 2;
@@ -359,7 +399,7 @@ std::string LaunchBlockGemv(BlockFormat format, const uint8_t* w, int rows, int 
   }
   for (int j0 = 0; j0 < n; j0 += kBlockGemvMaxColumns) {
     const int nj = n - j0 < kBlockGemvMaxColumns ? n - j0 : kBlockGemvMaxColumns;
-    if (nj <= kBlockGemvExactColumns) {
+    if (nj <= kBlockGemvIntColumns) {
       VQ_BLOCK_FORMAT_SWITCH(format, GemvPass<F>(w, rows, cols, x + j0 * ldx, ldx, nj,
                                                   y + j0 * ldy, ldy, accumulate, stream));
     } else {

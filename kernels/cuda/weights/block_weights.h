@@ -20,13 +20,16 @@ namespace vqserve::cuda {
 // the most batch columns one pass of LaunchBlockGemv takes; more run in passes of this many,
 // each reading the weights again.
 constexpr int kBlockGemvMaxColumns = 16;
-// passes of up to this many columns multiply in fp32; wider ones on tensor cores, with the
-// weights rounded to fp16 (as the fp16 weights' cublas path).
-constexpr int kBlockGemvExactColumns = 4;
+// passes of up to this many columns multiply in integers: x quantized to int8 in runs of 16
+// elements (x_k ~ d q_k, d = the run's max |x_k| / 127, q_k rounded to nearest even), each
+// run's sum of weight quants times q_k exact, then scaled in fp32 (llama.cpp's q8_1 and
+// dp4a, with runs of 16 instead of 32). wider passes multiply on tensor cores, the weights
+// rounded to fp16 (as the fp16 weights' cublas path).
+constexpr int kBlockGemvIntColumns = 4;
 
 // y (n, ldy) fp32, columns [0, rows): y[j][r] (+)= sum_k x[j][k] * w[r][k], x (n, ldx) fp16,
-// fp32 accumulation (and products up to kBlockGemvExactColumns columns); each weight byte
-// read once per pass. n >= 1; w and x 16-byte aligned.
+// fp32 accumulation (x quantized as above in passes up to kBlockGemvIntColumns columns);
+// each weight byte read once per pass. n >= 1; w and x 16-byte aligned.
 std::string LaunchBlockGemv(BlockFormat format, const uint8_t* w, int rows, int cols,
                             const __half* x, int64_t ldx, int n, float* y, int64_t ldy,
                             bool accumulate, cudaStream_t stream);
