@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/common/dependent_launch.cuh"
 #include "kernels/cuda/decode/decode_attention.h"
 
 namespace vqserve::cuda {
@@ -69,13 +70,6 @@ template <int N>
 __device__ inline void CpAsyncWait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
-
-// programmatic dependent launch (sm_90): a kernel launched with the programmatic-serialization
-// attribute may start before the kernel ahead of it ends. GridDependencyWait() returns once that
-// kernel has completed and its writes are visible (at once without the attribute);
-// LaunchDependents() lets the kernel behind this one be scheduled before this grid exits.
-__device__ inline void GridDependencyWait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
-__device__ inline void LaunchDependents() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
 
 // block index -> (kv head, first query head) when each block serves hb query heads of one kv
 // head (blockIdx.y enumerates kv heads x head groups).

@@ -70,16 +70,8 @@ __global__ void SplitCombineKernel(const DecodeAttentionParams p, int num_slots)
 std::string LaunchSplitCombine(const DecodeAttentionParams& p, int num_splits, cudaStream_t stream) {
   // programmatic dependent launch: the launch overlaps the decode kernel's tail instead of
   // following it.
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(p.batch * p.num_heads);
-  cfg.blockDim = dim3(128);
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  VQ_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&cfg, SplitCombineKernel, p, num_splits + 1));
+  VQ_CUDA_RETURN_IF_ERROR(LaunchAfterPrevious(SplitCombineKernel, dim3(p.batch * p.num_heads),
+                                              dim3(128), 0, stream, p, num_splits + 1));
   return "";
 }
 

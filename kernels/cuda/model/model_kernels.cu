@@ -1,7 +1,10 @@
 // the llama forward pass's small ops (see model_kernels.h); the cpu kernels are the reference.
+// each is launched after the previous kernel (dependent_launch.cuh): its launch overlaps that
+// kernel's tail and it waits for it before reading what it wrote.
 #include "kernels/cuda/model/model_kernels.h"
 
 #include "kernels/cuda/common/cuda_check.h"
+#include "kernels/cuda/common/dependent_launch.cuh"
 
 namespace vqserve::cuda {
 namespace {
@@ -28,6 +31,7 @@ __device__ float RowInvRms(double sum, double* partial, int dim, float eps) {
 // grid (n), kThreads threads.
 __global__ void EmbeddingGatherKernel(const int32_t* ids, const float* table, float* out,
                                       int dim) {
+  GridDependencyWait();
   const float* src = table + static_cast<int64_t>(ids[blockIdx.x]) * dim;
   float* dst = out + static_cast<int64_t>(blockIdx.x) * dim;
   for (int i = threadIdx.x; i < dim; i += blockDim.x) dst[i] = src[i];
@@ -37,6 +41,7 @@ __global__ void EmbeddingGatherKernel(const int32_t* ids, const float* table, fl
 __global__ void RmsNormHalfKernel(const float* x, const int32_t* rows, const float* weight,
                                   __half* out, int dim, float eps) {
   __shared__ double partial[kThreads / 32];
+  GridDependencyWait();
   const int r = rows != nullptr ? rows[blockIdx.x] : blockIdx.x;
   const float* xr = x + static_cast<int64_t>(r) * dim;
   double sum = 0.0;
@@ -57,6 +62,7 @@ __global__ void RmsNormHalfVecKernel(const float* __restrict__ x, const int32_t*
                                      const float* __restrict__ weight, __half* __restrict__ out, int dim,
                                      float eps) {
   __shared__ double partial[kThreads / 32];
+  GridDependencyWait();
   const int r = rows != nullptr ? rows[blockIdx.x] : blockIdx.x;
   const float4* xr = reinterpret_cast<const float4*>(x + static_cast<int64_t>(r) * dim);
   const int nv = dim / 4;
@@ -100,6 +106,7 @@ __global__ void RopeKernel(float* x, int64_t row_stride, int heads, int head_dim
     sincos(p * static_cast<double>(freqs[i]), &s, &c);
     cs[i] = make_float2(static_cast<float>(c), static_cast<float>(s));
   }
+  GridDependencyWait();  // the angles (positions are step metadata) overlapped the kernel ahead
   __syncthreads();
   const int hpb = RopeHeadsPerBlock(rope_half), h0 = blockIdx.y * hpb;
   const int h1 = h0 + hpb < heads ? h0 + hpb : heads;
@@ -114,6 +121,7 @@ __global__ void RopeKernel(float* x, int64_t row_stride, int heads, int head_dim
 }
 
 __global__ void SiluMulHalfKernel(const float* gate_up, __half* out, int n, int f) {
+  GridDependencyWait();
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i >= static_cast<int64_t>(n) * f) return;
   const int64_t r = i / f, c = i % f;
@@ -122,11 +130,13 @@ __global__ void SiluMulHalfKernel(const float* gate_up, __half* out, int n, int 
 }
 
 __global__ void FloatToHalfKernel(const float* x, __half* out, int64_t count) {
+  GridDependencyWait();
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i < count) out[i] = __float2half_rn(x[i]);
 }
 
 __global__ void ResidualAddKernel(const float* x, float* y, int64_t count) {
+  GridDependencyWait();
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i < count) y[i] += x[i];
 }
@@ -136,8 +146,9 @@ __global__ void ResidualAddKernel(const float* x, float* y, int64_t count) {
 std::string LaunchEmbeddingGather(const int32_t* ids, const float* table, float* out, int n,
                                   int dim, cudaStream_t stream) {
   if (n <= 0) return "";
-  EmbeddingGatherKernel<<<n, kThreads, 0, stream>>>(ids, table, out, dim);
-  VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  VQ_CUDA_RETURN_IF_ERROR(
+      LaunchAfterPrevious(EmbeddingGatherKernel, dim3(n), dim3(kThreads), 0, stream, ids, table,
+                          out, dim));
   return "";
 }
 
@@ -146,12 +157,9 @@ std::string LaunchRmsNormHalf(const float* x, const int32_t* rows, const float* 
   if (n <= 0) return "";
   const bool vec = dim % 4 == 0 && dim <= 4 * kNormVec * kThreads && Aligned(x, 16) && Aligned(weight, 16) &&
                    Aligned(out, 8);
-  if (vec) {
-    RmsNormHalfVecKernel<<<n, kThreads, 0, stream>>>(x, rows, weight, out, dim, eps);
-  } else {
-    RmsNormHalfKernel<<<n, kThreads, 0, stream>>>(x, rows, weight, out, dim, eps);
-  }
-  VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  VQ_CUDA_RETURN_IF_ERROR(LaunchAfterPrevious(vec ? RmsNormHalfVecKernel : RmsNormHalfKernel,
+                                              dim3(n), dim3(kThreads), 0, stream, x, rows,
+                                              weight, out, dim, eps));
   return "";
 }
 
@@ -161,9 +169,9 @@ std::string LaunchRope(float* x, int64_t row_stride, int n, int heads, int head_
   if (n <= 0 || rope_half <= 0) return "";
   const int hpb = RopeHeadsPerBlock(rope_half);
   const dim3 grid(n, (heads + hpb - 1) / hpb);
-  RopeKernel<<<grid, kThreads, rope_half * sizeof(float2), stream>>>(x, row_stride, heads, head_dim, rope_half, pos,
-                                                                     freqs);
-  VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  VQ_CUDA_RETURN_IF_ERROR(LaunchAfterPrevious(RopeKernel, grid, dim3(kThreads),
+                                              rope_half * sizeof(float2), stream, x, row_stride,
+                                              heads, head_dim, rope_half, pos, freqs));
   return "";
 }
 
@@ -171,22 +179,22 @@ std::string LaunchSiluMulHalf(const float* gate_up, __half* out, int n, int f,
                               cudaStream_t stream) {
   const int64_t count = static_cast<int64_t>(n) * f;
   if (count <= 0) return "";
-  SiluMulHalfKernel<<<Blocks(count), kThreads, 0, stream>>>(gate_up, out, n, f);
-  VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  VQ_CUDA_RETURN_IF_ERROR(LaunchAfterPrevious(SiluMulHalfKernel, dim3(Blocks(count)),
+                                              dim3(kThreads), 0, stream, gate_up, out, n, f));
   return "";
 }
 
 std::string LaunchFloatToHalf(const float* x, __half* out, int64_t count, cudaStream_t stream) {
   if (count <= 0) return "";
-  FloatToHalfKernel<<<Blocks(count), kThreads, 0, stream>>>(x, out, count);
-  VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  VQ_CUDA_RETURN_IF_ERROR(LaunchAfterPrevious(FloatToHalfKernel, dim3(Blocks(count)),
+                                              dim3(kThreads), 0, stream, x, out, count));
   return "";
 }
 
 std::string LaunchResidualAdd(const float* x, float* y, int64_t count, cudaStream_t stream) {
   if (count <= 0) return "";
-  ResidualAddKernel<<<Blocks(count), kThreads, 0, stream>>>(x, y, count);
-  VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  VQ_CUDA_RETURN_IF_ERROR(LaunchAfterPrevious(ResidualAddKernel, dim3(Blocks(count)),
+                                              dim3(kThreads), 0, stream, x, y, count));
   return "";
 }
 

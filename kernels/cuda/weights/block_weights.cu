@@ -6,6 +6,7 @@
 #include "kernels/cuda/weights/block_weights.h"
 
 #include "kernels/cuda/common/cuda_check.h"
+#include "kernels/cuda/common/dependent_launch.cuh"
 #include "kernels/cuda/common/mma_ops.cuh"
 
 namespace vqserve::cuda {
@@ -98,6 +99,9 @@ __global__ void __launch_bounds__(kGemvThreads)
     RawVec q[kRows];
 #pragma unroll
     for (int r = 0; r < kRows; ++r) q[r] = LoadVec<F>(row[r], v);
+    // the weights are ours alone: the first ones load while the kernel ahead, x's producer,
+    // finishes (dependent_launch.cuh).
+    GridDependencyWait();
 #pragma unroll
     for (int run = 0; run < 2; ++run) {
       IntRun ir[kRows];
@@ -123,6 +127,7 @@ __global__ void __launch_bounds__(kGemvThreads)
       }
     }
   }
+  GridDependencyWait();  // a thread without vectors still writes y below
   __shared__ float sums[kWarps][kRows][NB];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #pragma unroll
@@ -150,8 +155,8 @@ template <BlockFormat F, int NB>
 void GemvLaunch(const uint8_t* w, int rows, int cols, const __half* x, int64_t ldx, int n,
                 float* y, int64_t ldy, bool accumulate, cudaStream_t stream) {
   const int grid = (rows + kGemvRows - 1) / kGemvRows;
-  BlockGemvKernel<F, NB><<<grid, kGemvThreads, 0, stream>>>(w, rows, cols, x, ldx, n, y, ldy,
-                                                            accumulate);
+  LaunchAfterPrevious(BlockGemvKernel<F, NB>, dim3(grid), dim3(kGemvThreads), 0, stream, w,
+                      rows, cols, x, ldx, n, y, ldy, accumulate);
 }
 
 template <BlockFormat F>
@@ -219,6 +224,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
       for (int h = 0; h < 2; ++h) cur[m][h] = v < vecs ? LoadVec<F>(row[m][h], v) : RawVec{};
     }
   }
+  GridDependencyWait();  // the first weights loaded while the kernel ahead finished
   for (int G = warp; G < groups; G += kMmaWarps) {
     const int v = 4 * G + t, vn = v + 4 * kMmaWarps;
 #pragma unroll
@@ -291,11 +297,11 @@ void MmaPass(const uint8_t* w, int rows, int cols, const __half* x, int64_t ldx,
              float* y, int64_t ldy, bool accumulate, cudaStream_t stream) {
   const int grid = (rows + 16 * kMmaTiles - 1) / (16 * kMmaTiles);
   if (n <= 8) {
-    BlockMmaKernel<F, 1><<<grid, kMmaWarps * 32, 0, stream>>>(w, rows, cols, x, ldx, n, y, ldy,
-                                                              accumulate);
+    LaunchAfterPrevious(BlockMmaKernel<F, 1>, dim3(grid), dim3(kMmaWarps * 32), 0, stream, w,
+                        rows, cols, x, ldx, n, y, ldy, accumulate);
   } else {
-    BlockMmaKernel<F, 2><<<grid, kMmaWarps * 32, 0, stream>>>(w, rows, cols, x, ldx, n, y, ldy,
-                                                              accumulate);
+    LaunchAfterPrevious(BlockMmaKernel<F, 2>, dim3(grid), dim3(kMmaWarps * 32), 0, stream, w,
+                        rows, cols, x, ldx, n, y, ldy, accumulate);
   }
 }
 
