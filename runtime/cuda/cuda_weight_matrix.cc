@@ -115,7 +115,9 @@ int64_t CudaWeightMatrix::bytes() const {
 int64_t CudaWeightMatrix::ScratchWanted(int64_t cap) const {
   int64_t want = 0;
   for (const Segment& s : segments_) {
-    if (s.type != kF16) want = std::max(want, std::min(s.rows * cols_, cap));
+    if (s.type == kF16) continue;
+    const int64_t gemv_halves = (cuda::BlockGemvScratchBytes(static_cast<int>(cols_)) + 1) / 2;
+    want = std::max({want, std::min(s.rows * cols_, cap), gemv_halves});
   }
   return want;
 }
@@ -130,8 +132,11 @@ void CudaWeightMatrix::Multiply(const __half* x, int n, float* y, bool accumulat
       HalfGemm(ctx.blas, x, reinterpret_cast<const __half*>(s.data.data()), y + r0, n, cols, rows,
                rows_, accumulate);
     } else if (n <= cuda::kBlockGemvMaxColumns) {
+      if (ctx.scratch == nullptr || 2 * ctx.scratch_halves < cuda::BlockGemvScratchBytes(cols)) {
+        Check("scratch smaller than BlockGemvScratchBytes", "block gemv");
+      }
       Check(cuda::LaunchBlockGemv(FormatOf(s.type), s.data.data(), rows, cols, x, cols, n,
-                                  y + r0, rows_, accumulate, ctx.stream),
+                                  y + r0, rows_, accumulate, ctx.scratch, ctx.stream),
             "block gemv");
     } else {
       // prefill-size batches: row tiles dequantized to the fp16 scratch, then cublas.

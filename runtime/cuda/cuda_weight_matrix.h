@@ -22,8 +22,9 @@
 
 namespace vqserve {
 
-// what a product needs besides the operands: the stream, cublas on it, and the fp16 scratch
-// of prefill-size products (scratch_halves elements).
+// what a product needs besides the operands: the stream, cublas on it, and the scratch of
+// block segments (scratch_halves fp16 elements: prefill-size products' dequantized row tiles,
+// decode-size ones' int8 runs of x).
 struct CudaMatmulContext {
   cudaStream_t stream = nullptr;
   cublasHandle_t blas = nullptr;
@@ -52,7 +53,8 @@ class CudaWeightMatrix {
   int64_t bytes() const;
   // the one segment's ggml type when there is one segment, else -1.
   int single_type() const { return segments_.size() == 1 ? segments_[0].type : -1; }
-  // fp16 elements of scratch a product of more than kBlockGemvMaxColumns columns wants (0: none).
+  // fp16 elements of scratch a product wants (0: none, all fp16): up to `cap` for the row tiles
+  // of more than kBlockGemvMaxColumns columns, at least the block gemv's (BlockGemvScratchBytes).
   int64_t ScratchWanted(int64_t cap) const;
 
   // y (n, rows) fp32 (+)= x (n, cols) fp16 · thisᵀ, fp32 accumulation. aborts on a launch

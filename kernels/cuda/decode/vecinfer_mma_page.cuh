@@ -390,7 +390,6 @@ __device__ __forceinline__ void ValuePage(const LaneConsts<S>& c, const uint8_t*
                                           const uint8_t* vc, WarpPartial<S::kDim>* w) {
   const int gid = c.gid, tig = c.tig, u = c.u, th = c.th;
   const bool pkeep = u == th;  // B col gid carries p only for the k lanes of its half
-  const bool odd = tig & 1;
   const __half* pb = reinterpret_cast<const __half*>(kc);      // [4 heads][kPRow tokens]
   const uint32_t* pw = reinterpret_cast<const uint32_t*>(kc);  // kLean: [4 heads][kPRow / 2]
   {

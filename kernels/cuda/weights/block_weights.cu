@@ -1,6 +1,6 @@
 // the block-weight kernels (block_weights.h): the fused multiply in integers for batches of 1-4
-// (a block of 128 threads on 8 weight rows, 32-element vectors of quants against x quantized
-// to int8 in 16-element runs, dp4a) and on tensor cores for 5-16 (a block of 8 warps on 32
+// (x quantized to int8 in 16-element runs first; then a block of 128 threads on 8 weight rows,
+// 32-element vectors of quants against those runs, dp4a) and on tensor cores for 5-16 (a block of 8 warps on 32
 // rows, the same vectors dequantized straight into mma fragments); one thread per 8-element
 // chunk for the dequantization and gather.
 #include "kernels/cuda/weights/block_weights.h"
@@ -23,65 +23,77 @@ int GridFor(int64_t work) {
 // the integer gemv (n <= kBlockGemvIntColumns): a block of kGemvThreads threads on kGemvRows
 // weight rows; a thread loads one 32-element vector (block_formats.h) of each row before
 // using any, so it keeps kGemvRows loads of 16-32 bytes in flight whatever the row length (a
-// 4096-column row is 128 vectors: one a thread). x is quantized to int8 in 16-element runs as
-// the thread reads it (once a block, shared by its rows) and each run's dot product is 4 dp4a
-// instructions: about one instruction a weight, where dequantizing to fp32 took six and left
-// the batch-1 gemv bound by instruction issue, not memory.
+// 4096-column row is 128 vectors: one a thread). x comes quantized to int8 in 16-element runs
+// (QuantizeRunsKernel, once a pass) and each run's dot product is 4 dp4a instructions: about
+// one instruction a weight, where dequantizing to fp32 took six and left the batch-1 gemv
+// bound by instruction issue, not memory.
 constexpr int kGemvThreads = 128;
 constexpr int kGemvRows = 8;
 
-// x's 16 elements at p (16-byte aligned) as int8: x_i ~ d q_i with d = max |x_i| / 127 and
-// q_i = x_i (127 / max |x_i|) rounded to nearest even (all 0 for a zero run); qsum = sum q_i.
-struct QuantRun {
-  uint32_t q[4];
-  float d;
-  int qsum;
+// x's runs quantized: q (n, cols) int8 at the front of the scratch, then ds (n, cols / 16)
+// {d, sum of the run's q}: x_i ~ d q_i with d = max |x_i| / 127 and q_i = x_i (127 / max |x_i|)
+// rounded to nearest even (all 0 for a zero run).
+struct Int8Runs {
+  int8_t* q;
+  float2* ds;
 };
 
-__device__ __forceinline__ QuantRun QuantizeRun(const __half* p) {
+Int8Runs RunsIn(void* scratch, int cols) {
+  auto* q = static_cast<int8_t*>(scratch);
+  return {q, reinterpret_cast<float2*>(q + int64_t{kBlockGemvIntColumns} * cols)};
+}
+
+// grid over the n * cols / 16 runs, one a thread: x (n, ldx) fp16 -> runs (n, cols).
+__global__ void QuantizeRunsKernel(const __half* __restrict__ x, int64_t ldx, int n, int cols,
+                                   Int8Runs runs) {
+  GridDependencyWait();
+  const int per_col = cols / 16;
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= static_cast<int64_t>(n) * per_col) return;
+  const int j = static_cast<int>(i / per_col), k = static_cast<int>(i % per_col);
+  const __half* p = x + j * ldx + 16 * k;
   const uint4 raw[2] = {__ldg(reinterpret_cast<const uint4*>(p)),
                         __ldg(reinterpret_cast<const uint4*>(p + 8))};
   const __half2* h = reinterpret_cast<const __half2*>(raw);
   float f[16];
 #pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const float2 t = __half22float2(h[i]);
-    f[2 * i] = t.x;
-    f[2 * i + 1] = t.y;
+  for (int t = 0; t < 8; ++t) {
+    const float2 v = __half22float2(h[t]);
+    f[2 * t] = v.x;
+    f[2 * t + 1] = v.y;
   }
   float amax = 0.0f;
 #pragma unroll
-  for (int i = 0; i < 16; ++i) amax = fmaxf(amax, fabsf(f[i]));
-  QuantRun out;
-  out.d = __fdiv_rn(amax, 127.0f);
+  for (int t = 0; t < 16; ++t) amax = fmaxf(amax, fabsf(f[t]));
   const float inv = amax > 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
-  out.qsum = 0;
+  uint32_t word[4];
+  int qsum = 0;
 #pragma unroll
   for (int w = 0; w < 4; ++w) {
-    uint32_t word = 0;
+    int b[4];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      word |= (static_cast<uint32_t>(__float2int_rn(__fmul_rn(f[4 * w + i], inv))) & 0xFFu)
-              << (8 * i);
-    }
-    out.q[w] = word;
-    out.qsum = __dp4a(static_cast<int>(word), 0x01010101, out.qsum);
+    for (int t = 0; t < 4; ++t) b[t] = __float2int_rn(__fmul_rn(f[4 * w + t], inv));
+    word[w] = __byte_perm(__byte_perm(b[0], b[1], 0x0040), __byte_perm(b[2], b[3], 0x0040),
+                          0x5410);
+    qsum = __dp4a(static_cast<int>(word[w]), 0x01010101, qsum);
   }
-  return out;
+  *reinterpret_cast<uint4*>(runs.q + j * int64_t{cols} + 16 * k) =
+      make_uint4(word[0], word[1], word[2], word[3]);
+  runs.ds[i] = make_float2(__fdiv_rn(amax, 127.0f), static_cast<float>(qsum));
 }
 
-// y (n, ldy) (+)= x (n, ldx) · w (rows, cols)ᵀ for n <= NB columns, x's runs quantized
-// (QuantizeRun): y = sum over runs of d (a sum_i q_i qx_i + b sum_i qx_i) = sum_k w_k x^_k
-// exactly up to fp32 rounding (x^ = d q). grid: one block per kGemvRows rows [r0, r0 +
-// kGemvRows); thread t takes the rows' vectors t, t + kGemvThreads, ... (a long row, the 8b's
-// ffn_down of 448 vectors, spreads over the whole block): loads vector v of each row (LoadVec),
-// then per run quantizes each column's 16 elements of x and takes the rows' integer runs
-// (RunInts) against them. the threads' partial sums meet in warp shuffles and shared memory.
+// y (n, ldy) (+)= x · w (rows, cols)ᵀ for n <= NB columns of x's runs: y = sum over runs of
+// d (a sum_i q_i qx_i + b sum_i qx_i) = sum_k w_k x^_k exactly up to fp32 rounding (x^ = d q).
+// grid: one block per kGemvRows rows [r0, r0 + kGemvRows); thread t takes the rows' vectors t,
+// t + kGemvThreads, ... (a long row, the 8b's ffn_down of 448 vectors, spreads over the whole
+// block): loads vector v of each row (LoadVec), then per run takes the rows' integer runs
+// (RunInts) against each column's run of x. the threads' partial sums meet in warp shuffles
+// and shared memory.
+// one column fits 128 registers a thread without spills: 4 blocks an sm instead of 3.
 template <BlockFormat F, int NB>
-__global__ void __launch_bounds__(kGemvThreads)
-    BlockGemvKernel(const uint8_t* __restrict__ w, int rows, int cols,
-                    const __half* __restrict__ x, int64_t ldx, int n, float* __restrict__ y,
-                    int64_t ldy, bool accumulate) {
+__global__ void __launch_bounds__(kGemvThreads, NB == 1 ? 4 : 1)
+    BlockGemvKernel(const uint8_t* __restrict__ w, int rows, int cols, Int8Runs runs, int n,
+                    float* __restrict__ y, int64_t ldy, bool accumulate) {
   constexpr int kRows = kGemvRows, kWarps = kGemvThreads / 32;
   const int r0 = blockIdx.x * kRows;
   const int64_t row_bytes = BlockRowBytes(F, cols);
@@ -99,7 +111,7 @@ __global__ void __launch_bounds__(kGemvThreads)
     RawVec q[kRows];
 #pragma unroll
     for (int r = 0; r < kRows; ++r) q[r] = LoadVec<F>(row[r], v);
-    // the weights are ours alone: the first ones load while the kernel ahead, x's producer,
+    // the weights are ours alone: the first ones load while the kernel ahead, x's quantizer,
     // finishes (dependent_launch.cuh).
     GridDependencyWait();
 #pragma unroll
@@ -107,20 +119,20 @@ __global__ void __launch_bounds__(kGemvThreads)
       IntRun ir[kRows];
 #pragma unroll
       for (int r = 0; r < kRows; ++r) ir[r] = RunInts<F>(q[r], v, run);
-      const __half* xp = x + VecPartStart<F>(v, 2 * run);
+      const int start = VecPartStart<F>(v, 2 * run);
 #pragma unroll
       for (int j = 0; j < NB; ++j) {
         if (j < n) {
-          const QuantRun xr = QuantizeRun(xp + j * ldx);
-          const float bsum = static_cast<float>(xr.qsum);
+          const uint4 xq = __ldg(reinterpret_cast<const uint4*>(runs.q + j * int64_t{cols} + start));
+          const float2 ds = __ldg(runs.ds + j * int64_t{cols / 16} + start / 16);
+          const int xw[4] = {static_cast<int>(xq.x), static_cast<int>(xq.y),
+                             static_cast<int>(xq.z), static_cast<int>(xq.w)};
 #pragma unroll
           for (int r = 0; r < kRows; ++r) {
             int dot = 0;
 #pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              dot = __dp4a(static_cast<int>(ir[r].q[i]), static_cast<int>(xr.q[i]), dot);
-            }
-            acc[r][j] = fmaf(xr.d, fmaf(ir[r].a, static_cast<float>(dot), ir[r].b * bsum),
+            for (int i = 0; i < 4; ++i) dot = __dp4a(static_cast<int>(ir[r].q[i]), xw[i], dot);
+            acc[r][j] = fmaf(ds.x, fmaf(ir[r].a, static_cast<float>(dot), ir[r].b * ds.y),
                              acc[r][j]);
           }
         }
@@ -152,22 +164,27 @@ __global__ void __launch_bounds__(kGemvThreads)
 }
 
 template <BlockFormat F, int NB>
-void GemvLaunch(const uint8_t* w, int rows, int cols, const __half* x, int64_t ldx, int n,
-                float* y, int64_t ldy, bool accumulate, cudaStream_t stream) {
+void GemvLaunch(const uint8_t* w, int rows, int cols, Int8Runs runs, int n, float* y,
+                int64_t ldy, bool accumulate, cudaStream_t stream) {
   const int grid = (rows + kGemvRows - 1) / kGemvRows;
   LaunchAfterPrevious(BlockGemvKernel<F, NB>, dim3(grid), dim3(kGemvThreads), 0, stream, w,
-                      rows, cols, x, ldx, n, y, ldy, accumulate);
+                      rows, cols, runs, n, y, ldy, accumulate);
 }
 
+// x (n, ldx) quantized into the scratch's runs, then the gemv of the columns' count.
 template <BlockFormat F>
 void GemvPass(const uint8_t* w, int rows, int cols, const __half* x, int64_t ldx, int n,
-              float* y, int64_t ldy, bool accumulate, cudaStream_t stream) {
+              float* y, int64_t ldy, bool accumulate, void* scratch, cudaStream_t stream) {
+  const Int8Runs runs = RunsIn(scratch, cols);
+  const int64_t count = static_cast<int64_t>(n) * (cols / 16);
+  LaunchAfterPrevious(QuantizeRunsKernel, dim3(static_cast<unsigned>((count + 127) / 128)),
+                      dim3(128), 0, stream, x, ldx, n, cols, runs);
   if (n <= 1) {
-    GemvLaunch<F, 1>(w, rows, cols, x, ldx, n, y, ldy, accumulate, stream);
+    GemvLaunch<F, 1>(w, rows, cols, runs, n, y, ldy, accumulate, stream);
   } else if (n <= 2) {
-    GemvLaunch<F, 2>(w, rows, cols, x, ldx, n, y, ldy, accumulate, stream);
+    GemvLaunch<F, 2>(w, rows, cols, runs, n, y, ldy, accumulate, stream);
   } else {
-    GemvLaunch<F, 4>(w, rows, cols, x, ldx, n, y, ldy, accumulate, stream);
+    GemvLaunch<F, 4>(w, rows, cols, runs, n, y, ldy, accumulate, stream);
   }
 }
 
@@ -395,19 +412,26 @@ __global__ void FillRandomBlocksKernel(BlockFormat f, uint8_t* w, int64_t blocks
     default: return "unknown block format";                         \
   }
 
+int64_t BlockGemvScratchBytes(int cols) {
+  return int64_t{kBlockGemvIntColumns} * cols + int64_t{kBlockGemvIntColumns} * (cols / 16) * 8;
+}
+
 std::string LaunchBlockGemv(BlockFormat format, const uint8_t* w, int rows, int cols,
                             const __half* x, int64_t ldx, int n, float* y, int64_t ldy,
-                            bool accumulate, cudaStream_t stream) {
+                            bool accumulate, void* scratch, cudaStream_t stream) {
   if (rows <= 0 || n <= 0) return "";
   if (cols % BlockElements(format) != 0 || ldx % 8 != 0 ||
-      reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(w) % 16 != 0) {
-    return "LaunchBlockGemv: cols must be a multiple of the block size, w and x 16-byte aligned";
+      reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(w) % 16 != 0 ||
+      reinterpret_cast<uintptr_t>(scratch) % 16 != 0 || scratch == nullptr) {
+    return "LaunchBlockGemv: cols must be a multiple of the block size, w, x and the scratch "
+           "16-byte aligned";
   }
   for (int j0 = 0; j0 < n; j0 += kBlockGemvMaxColumns) {
     const int nj = n - j0 < kBlockGemvMaxColumns ? n - j0 : kBlockGemvMaxColumns;
     if (nj <= kBlockGemvIntColumns) {
       VQ_BLOCK_FORMAT_SWITCH(format, GemvPass<F>(w, rows, cols, x + j0 * ldx, ldx, nj,
-                                                  y + j0 * ldy, ldy, accumulate, stream));
+                                                  y + j0 * ldy, ldy, accumulate, scratch,
+                                                  stream));
     } else {
       VQ_BLOCK_FORMAT_SWITCH(format, MmaPass<F>(w, rows, cols, x + j0 * ldx, ldx, nj,
                                                  y + j0 * ldy, ldy, accumulate, stream));

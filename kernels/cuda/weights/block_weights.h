@@ -27,12 +27,16 @@ constexpr int kBlockGemvMaxColumns = 16;
 // rounded to fp16 (as the fp16 weights' cublas path).
 constexpr int kBlockGemvIntColumns = 4;
 
+// bytes of device scratch LaunchBlockGemv needs for rows of `cols` elements (x's int8 runs).
+int64_t BlockGemvScratchBytes(int cols);
+
 // y (n, ldy) fp32, columns [0, rows): y[j][r] (+)= sum_k x[j][k] * w[r][k], x (n, ldx) fp16,
-// fp32 accumulation (x quantized as above in passes up to kBlockGemvIntColumns columns);
-// each weight byte read once per pass. n >= 1; w and x 16-byte aligned.
+// fp32 accumulation (x quantized as above in passes up to kBlockGemvIntColumns columns, into
+// `scratch` of BlockGemvScratchBytes(cols) bytes); each weight byte read once per pass.
+// n >= 1; w, x and scratch 16-byte aligned.
 std::string LaunchBlockGemv(BlockFormat format, const uint8_t* w, int rows, int cols,
                             const __half* x, int64_t ldx, int n, float* y, int64_t ldy,
-                            bool accumulate, cudaStream_t stream);
+                            bool accumulate, void* scratch, cudaStream_t stream);
 
 // out (rows, cols) fp16 = w (rows, cols), round to nearest even.
 std::string LaunchDequantizeToHalf(BlockFormat format, const uint8_t* w, int64_t rows, int cols,
