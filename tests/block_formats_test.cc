@@ -1,8 +1,8 @@
 // the gpu's resident weight formats (kernels/cuda/weights/block_formats.h, compiled here for the
 // host) dequantize every chunk of random rows to the values of the cpu's Dequantize
 // (runtime/gguf, itself checked against gguf-py), both through Dequant8 and through the gemv's
-// 32-element vectors (LoadVec + DequantPart, and as integer runs: RunInts), which must cover
-// every element of a row once.
+// 32-element vectors as integer runs (LoadVec + RunInts: the gemvs' quants and factors), which
+// must cover every element of a row once.
 // runs without a gpu.
 #include <algorithm>
 #include <cmath>
@@ -64,30 +64,15 @@ void CheckVectors(GgmlType type, std::mt19937& rng) {
   for (int r = 0; r < rows; ++r) {
     const uint8_t* row = b.data() + r * cuda::BlockRowBytes(F, cols);
     std::vector<int> seen(cols, 0);
-    for (int v = 0; v < cols / 32; ++v) {
-      const cuda::RawVec q = cuda::LoadVec<F>(row, v);
-      for (int p = 0; p < 4; ++p) {
-        const int e = cuda::VecPartStart<F>(v, p);
-        ASSERT_TRUE(e >= 0 && e + 8 <= cols && e % 8 == 0) << t.name << " vector " << v;
-        float got[8];
-        cuda::DequantPart<F>(q, v, p, got);
-        for (int i = 0; i < 8; ++i) {
-          ++seen[e + i];
-          const float w = want[size_t(r) * cols + e + i];
-          ASSERT_NEAR(got[i], w, 1e-6 * std::max(1.0f, std::fabs(w)))
-              << t.name << " row " << r << " vector " << v << " part " << p << " element "
-              << e + i;
-        }
-      }
-    }
-    for (int e = 0; e < cols; ++e) ASSERT_EQ(seen[e], 1) << t.name << " element " << e;
-    // the same vectors as 16-element integer runs (the dp4a gemv): a q + b is the element.
+    // the vectors as 16-element integer runs (the gemvs): a q + b is the element.
     for (int v = 0; v < cols / 32; ++v) {
       const cuda::RawVec q = cuda::LoadVec<F>(row, v);
       for (int run = 0; run < 2; ++run) {
         const cuda::IntRun ir = cuda::RunInts<F>(q, v, run);
         const int e = cuda::VecPartStart<F>(v, 2 * run);
+        ASSERT_TRUE(e >= 0 && e + 16 <= cols && e % 16 == 0) << t.name << " vector " << v;
         for (int i = 0; i < 16; ++i) {
+          ++seen[e + i];
           const int qi = static_cast<int8_t>(ir.q[i / 4] >> (8 * (i % 4)));
           if (F != BlockFormat::kQ8_0) {
             ASSERT_TRUE(qi >= 0 && qi < 64) << t.name;
@@ -100,6 +85,7 @@ void CheckVectors(GgmlType type, std::mt19937& rng) {
         }
       }
     }
+    for (int e = 0; e < cols; ++e) ASSERT_EQ(seen[e], 1) << t.name << " element " << e;
   }
 }
 

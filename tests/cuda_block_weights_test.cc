@@ -39,9 +39,9 @@ struct Case {
 
 // shapes of the default model (576 columns: 18 of the kernels' 32-element vectors, not whole
 // groups of 4 for the tensor-core pass; 1536) and the 8b (4096 columns is 128 vectors, one a
-// thread of the fp32 gemv; 14336 is 448, 3.5 a thread), rows not a multiple of the fp32
-// gemv's 4 or the tensor-core pass's 32 rows a block, batches across the column templates
-// (fp32 up to 4, tensor cores 5..16) and the passes of 16; AllCases adds every batch 1..16 of
+// thread of the integer gemv; 14336 is 448, 3.5 a thread), rows not a multiple of the
+// gemv's 8 or the tensor-core pass's 32 rows a block, batches across the column templates
+// (integers up to 2, tensor cores 3..16) and the passes of 16; AllCases adds every batch 1..16 of
 // every format.
 const Case kCases[] = {
     {GgmlType::kQ8_0, 37, 576, 1},   {GgmlType::kQ8_0, 64, 1536, 16}, {GgmlType::kQ8_0, 9, 576, 33},
@@ -279,7 +279,7 @@ TEST(CudaWeightMatrixTest, StackedFormatsMultiplyLikeFloat64) {
   const int rows = m.rows();
   ASSERT_EQ(rows, 40);
   EXPECT_EQ(m.bytes(), 20 * 2 * 144 + 12 * 2 * 210 + 8 * cols * 2);
-  EXPECT_EQ(m.ScratchWanted(3 * cols), 3 * cols);  // the gemv's int8 runs: 6 cols bytes
+  EXPECT_EQ(m.ScratchWanted(3 * cols), 3 * cols);  // the gemv's int8 runs: 3 cols bytes
   cublasHandle_t blas;
   ASSERT_EQ(cublasCreate(&blas), CUBLAS_STATUS_SUCCESS);
   DeviceArray<__half> scratch;

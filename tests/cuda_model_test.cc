@@ -1,7 +1,8 @@
 // the cuda llama model against the cpu one on the default model: greedy tokens of 3 prompts x
 // 32 steps are equal, logits agree within a tolerance (the gpu's weights resident as the file's
 // q4_1/q8_0 blocks, or dequantized to fp16 at load, with fp16 activations; q4_1/q8_0 blocks with
-// q8 activations or fp32 weights on the cpu), and a batched step equals steps alone.
+// q8 activations or fp32 weights on the cpu), alone and batched, and with fp16 weights a
+// batched step equals steps alone.
 // skips itself without a cuda device or without the model (VQSERVE_MODEL picks another file).
 #include <gtest/gtest.h>
 
@@ -155,6 +156,38 @@ class CudaModelTest : public ::testing::Test {
   int pages_per_seq_ = 0;
 };
 
+// the gpu's continuation `got` (fed the cpu's tokens) against the cpu's `ref`: greedy picks
+// equal but where the step's logit error explains the difference, logits within
+// kCpuRelTolerance of the range.
+void ExpectMatchesCpu(const std::vector<Continuation>& ref, const std::vector<Continuation>& got,
+                      const std::string& label) {
+  double range = 0.0;
+  const double diff = MaxDiff(ref, got, &range);
+  int equal = 0, total = 0;
+  for (size_t j = 0; j < ref.size(); ++j) {
+    for (int s = 0; s < kSteps; ++s) {
+      ++total;
+      if (ref[j].argmax[s] == got[j].argmax[s]) {
+        ++equal;
+        continue;
+      }
+      // a different pick is acceptable only where the step's own logit error explains it:
+      // with every |cpu - gpu| logit <= e, the picks can differ only if the cpu's top-1 lead
+      // over the gpu's pick is <= 2 e (and e is held to kCpuRelTolerance below). the full
+      // default model flipped once in 192 steps, at a cpu lead of 8e-5 logits.
+      const std::vector<float>& cl = ref[j].logits[s];
+      const double step_diff = StepMaxDiff(cl, got[j].logits[s]);
+      const double margin = cl[ref[j].argmax[s]] - cl[got[j].argmax[s]];
+      std::printf("prompt %zu step %d: cpu %d gpu %d (cpu lead %.2e, step max |dlogit| %.2e)\n",
+                  j, s, ref[j].argmax[s], got[j].argmax[s], margin, step_diff);
+      EXPECT_LE(margin, 2.0 * step_diff) << label << ": prompt " << j << " step " << s;
+    }
+  }
+  std::printf("[%s] greedy tokens equal %d/%d; max |dlogit| %.4f, logit range %.2f, ratio "
+              "%.5f\n", label.c_str(), equal, total, diff, range, diff / range);
+  EXPECT_LE(diff, kCpuRelTolerance * range) << label;
+}
+
 TEST_F(CudaModelTest, GreedyTokensAndLogitsMatchCpu) {
   // gpu_: the blocks resident; then every tensor dequantized to fp16 at load (the default).
   auto fp16 = LoadCudaLlamaModel(path_, CudaWeights::kFp16);
@@ -170,49 +203,35 @@ TEST_F(CudaModelTest, GreedyTokensAndLogitsMatchCpu) {
       auto cpu = LlamaModel::Load(path_, options);
       ASSERT_TRUE(cpu.ok()) << cpu.status();
       auto cpu_cache = CpuCache(**cpu);
-      auto gpu_cache = GpuCache();
-      ASSERT_NE(gpu_cache, nullptr);
       const std::vector<Continuation> ref = Greedy(**cpu, *cpu_cache, prompts_, /*batched=*/false);
-      // the gpu is fed the cpu's tokens, so that every step's logits are comparable.
-      const std::vector<Continuation> got = Greedy(*gpu, *gpu_cache, prompts_, false, &ref);
-      double range = 0.0;
-      const double diff = MaxDiff(ref, got, &range);
-      int equal = 0, total = 0;
-      for (size_t j = 0; j < ref.size(); ++j) {
-        for (int s = 0; s < kSteps; ++s) {
-          ++total;
-          if (ref[j].argmax[s] == got[j].argmax[s]) {
-            ++equal;
-            continue;
-          }
-          // a different pick is acceptable only where the step's own logit error explains it:
-          // with every |cpu - gpu| logit <= e, the picks can differ only if the cpu's top-1 lead
-          // over the gpu's pick is <= 2 e (and e is held to kCpuRelTolerance below). the
-          // full default model flipped once in 192 steps, at a cpu lead of 8e-5 logits.
-          const std::vector<float>& cl = ref[j].logits[s];
-          const double step_diff = StepMaxDiff(cl, got[j].logits[s]);
-          const double margin = cl[ref[j].argmax[s]] - cl[got[j].argmax[s]];
-          std::printf("prompt %zu step %d: cpu %d gpu %d (cpu lead %.2e, step max |dlogit| %.2e)\n", j, s,
-                      ref[j].argmax[s], got[j].argmax[s], margin, step_diff);
-          EXPECT_LE(margin, 2.0 * step_diff) << "prompt " << j << " step " << s;
-        }
+      // the gpu alone (one column a decode step: the blocks' integer gemv) and batched (three
+      // columns: their tensor-core kernel), fed the cpu's tokens.
+      for (bool batched : {false, true}) {
+        auto gpu_cache = GpuCache();
+        ASSERT_NE(gpu_cache, nullptr);
+        const std::vector<Continuation> got = Greedy(*gpu, *gpu_cache, prompts_, batched, &ref);
+        ExpectMatchesCpu(ref, got,
+                         std::string("cuda ") +
+                             (gpu == gpu_.get() ? "blocks resident" : "fp16 weights") +
+                             (batched ? " batched" : " alone") + " vs cpu " +
+                             (quantized ? "q4_1/q8 (default)" : "fp32 weights"));
       }
-      std::printf("[cuda %s vs cpu %s] greedy tokens equal %d/%d; max |dlogit| %.4f, logit range "
-                  "%.2f, ratio %.5f\n",
-                  gpu == gpu_.get() ? "blocks resident" : "fp16 weights",
-                  quantized ? "q4_1/q8 (default)" : "fp32 weights", equal, total, diff, range,
-                  diff / range);
-      EXPECT_LE(diff, kCpuRelTolerance * range);
     }
   }
 }
 
+// with the weights in fp16 (cublas at every batch size), so that a batched step and a step
+// alone round alike up to fp32 summation order. the blocks take the integer gemv alone and the
+// tensor cores batched (x rounded to int8 against the weights rounded to fp16): each checked
+// against the cpu above, not against the other.
 TEST_F(CudaModelTest, BatchedEqualsAlone) {
+  auto fp16 = LoadCudaLlamaModel(path_, CudaWeights::kFp16);
+  ASSERT_TRUE(fp16.ok()) << fp16.status();
   auto alone_cache = GpuCache();
   auto batch_cache = GpuCache();
   ASSERT_NE(alone_cache, nullptr);
-  const std::vector<Continuation> alone = Greedy(*gpu_, *alone_cache, prompts_, /*batched=*/false);
-  const std::vector<Continuation> batched = Greedy(*gpu_, *batch_cache, prompts_, /*batched=*/true);
+  const std::vector<Continuation> alone = Greedy(**fp16, *alone_cache, prompts_, /*batched=*/false);
+  const std::vector<Continuation> batched = Greedy(**fp16, *batch_cache, prompts_, /*batched=*/true);
   for (size_t j = 0; j < alone.size(); ++j) {
     EXPECT_EQ(alone[j].argmax, batched[j].argmax) << "prompt " << j;
   }

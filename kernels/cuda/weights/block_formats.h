@@ -173,11 +173,11 @@ VQ_HOST_DEVICE void Dequant8Of(BlockFormat f, const uint8_t* row, int64_t c, flo
 // ---- 32-element vectors: the gemv's unit of load (block_weights.cu) ----
 // vector v of a row (v < cols / 32) is 32 of its elements whose quant bytes one thread loads in
 // one or two 16-byte pieces, with the few header bytes they need: LoadVec<F> loads them into
-// registers (RawVec), DequantPart<F> turns part p (0..3) of them into 8 fp32 weights, the row's
-// elements [VecPartStart<F>(v, p), + 8). parts 0, 1 are one run of 16 consecutive elements,
-// parts 2, 3 another. q4_0 / q4_1 / q8_0: vector v is block v. q4_k / q5_k: vectors 8b .. 8b + 7
-// lie in super-block b; vector w of it holds qs[32g + l0, + 16) (g = w / 2, l0 = 16 (w % 2)):
-// low nibbles are elements 64g + l0 + [0, 16) (sub-block 2g), high ones those + 32 (2g + 1).
+// registers (RawVec); part p (0..3) of them is the row's elements [VecPartStart<F>(v, p), + 8),
+// parts 0, 1 one run of 16 consecutive elements, parts 2, 3 another (RunInts below). q4_0 /
+// q4_1 / q8_0: vector v is block v. q4_k / q5_k: vectors 8b .. 8b + 7 lie in super-block b;
+// vector w of it holds qs[32g + l0, + 16) (g = w / 2, l0 = 16 (w % 2)): low nibbles are
+// elements 64g + l0 + [0, 16) (sub-block 2g), high ones those + 32 (2g + 1).
 // q6_k: vector w holds ql[64h + 32k + l0, + 16) and qh[32h + l0, + 16) (h = w / 4,
 // k = (w / 2) % 2, l0 = 16 (w % 2)): elements 128h + 32k + l0 + [0, 16) (low nibbles, qh bits
 // 2k) and those + 64 (high nibbles, qh bits 2k + 4).
@@ -312,53 +312,7 @@ VQ_HOST_DEVICE RawVec LoadVec(const uint8_t* row, int v) {
   return r;
 }
 
-// out[0, 8) = part p (0..3) of vector v, from its loaded bytes q: the elements
-// [VecPartStart<F>(v, p), + 8) of the row, as Dequant8 computes them.
-template <BlockFormat F>
-VQ_HOST_DEVICE void DequantPart(const RawVec& q, int v, int p, float* out) {
-  const int run = p >> 1, w0 = 2 * (p & 1);  // the part's 8 quant bytes: words w0, w0 + 1
-  if constexpr (F == BlockFormat::kQ8_0) {
-    const float d = HalfBitsToFloat(static_cast<uint16_t>(q.head[0]));
-    for (int i = 0; i < 8; ++i) {
-      out[i] = d * BiasedToFloat(((q.q[2 * p + i / 4] >> (8 * (i % 4))) & 0xFF) ^ 0x80, 128);
-    }
-  } else if constexpr (F == BlockFormat::kQ4_0 || F == BlockFormat::kQ4_1) {
-    const float d = HalfBitsToFloat(static_cast<uint16_t>(q.head[0]));
-    const float m = HalfBitsToFloat(static_cast<uint16_t>(q.head[0] >> 16));
-    for (int i = 0; i < 8; ++i) {
-      const uint32_t nib = (q.q[w0 + i / 4] >> (8 * (i % 4) + 4 * run)) & 0xF;
-      if constexpr (F == BlockFormat::kQ4_1) {
-        out[i] = d * BiasedToFloat(nib, 0) + m;
-      } else {
-        out[i] = d * BiasedToFloat(nib, 8);
-      }
-    }
-  } else if constexpr (F == BlockFormat::kQ4_K || F == BlockFormat::kQ5_K) {
-    const int s = 2 * ((v & 7) >> 1) + run;  // sub-block
-    int sc, mn;
-    ScaleMinK4Words(s, q.head[1], q.head[2], q.head[3], &sc, &mn);
-    const float d = HalfBitsToFloat(static_cast<uint16_t>(q.head[0])) * sc;
-    const float m = HalfBitsToFloat(static_cast<uint16_t>(q.head[0] >> 16)) * mn;
-    for (int i = 0; i < 8; ++i) {
-      const int sh = 8 * (i % 4);
-      uint32_t u = (q.q[w0 + i / 4] >> (sh + 4 * run)) & 0xF;
-      if constexpr (F == BlockFormat::kQ5_K) u |= ((q.q[4 + w0 + i / 4] >> (sh + s)) & 1) << 4;
-      out[i] = d * BiasedToFloat(u, 0) - m;
-    }
-  } else {  // q6_k
-    const int k = ((v >> 1) & 1) + 2 * run;  // the quarter of the half-block: qh bits 2k
-    const float d = HalfBitsToFloat(static_cast<uint16_t>(q.head[0])) *
-                    static_cast<int8_t>(q.head[0] >> (16 + 8 * run));
-    for (int i = 0; i < 8; ++i) {
-      const int sh = 8 * (i % 4);
-      const uint32_t lo = (q.q[w0 + i / 4] >> (sh + 4 * run)) & 0xF;
-      const uint32_t hi = (q.q[4 + w0 + i / 4] >> (sh + 2 * k)) & 3;
-      out[i] = d * BiasedToFloat(lo | (hi << 4), 32);
-    }
-  }
-}
-
-// ---- 16-element runs as integers: the gemv's dp4a path (block_weights.cu) ----
+// ---- 16-element runs as integers: the gemvs' unit of work (block_weights.cu) ----
 // run r (0, 1) of vector v is its parts 2r, 2r + 1: the 16 row elements
 // [VecPartStart<F>(v, 2r), + 16). RunInts<F> gives their quants as 16 int8 (byte i of
 // q[i / 4] is element i's, 0..63 or q8_0's signed byte) and the run's factors with
@@ -368,39 +322,54 @@ struct IntRun {
   float a, b;
 };
 
+// word i (0..3) of run r's quants: elements 4i .. 4i + 3 of the run, one a byte.
+template <BlockFormat F>
+VQ_HOST_DEVICE uint32_t RunWord(const RawVec& q, int v, int r, int i) {
+  if constexpr (F == BlockFormat::kQ8_0) {
+    return q.q[4 * r + i];
+  } else if constexpr (F == BlockFormat::kQ4_0 || F == BlockFormat::kQ4_1 ||
+                       F == BlockFormat::kQ4_K) {
+    return (q.q[i] >> (4 * r)) & 0x0F0F0F0Fu;
+  } else if constexpr (F == BlockFormat::kQ5_K) {
+    const int s = 2 * ((v & 7) >> 1) + r;  // sub-block: its fifth bits are qh bit s
+    return ((q.q[i] >> (4 * r)) & 0x0F0F0F0Fu) | (((q.q[4 + i] >> s) & 0x01010101u) << 4);
+  } else {  // q6_k: qh bits 2k of the quarter k
+    const int k = ((v >> 1) & 1) + 2 * r;
+    return ((q.q[i] >> (4 * r)) & 0x0F0F0F0Fu) | (((q.q[4 + i] >> (2 * k)) & 0x03030303u) << 4);
+  }
+}
+
+// run r's factors: element_i = a q_i + b.
+struct RunFactors {
+  float a, b;
+};
+
+template <BlockFormat F>
+VQ_HOST_DEVICE RunFactors RunScale(const RawVec& q, int v, int r) {
+  const float d = HalfBitsToFloat(static_cast<uint16_t>(q.head[0]));
+  if constexpr (F == BlockFormat::kQ8_0) {
+    return {d, 0.0f};
+  } else if constexpr (F == BlockFormat::kQ4_0) {
+    return {d, -8.0f * d};
+  } else if constexpr (F == BlockFormat::kQ4_1) {
+    return {d, HalfBitsToFloat(static_cast<uint16_t>(q.head[0] >> 16))};
+  } else if constexpr (F == BlockFormat::kQ4_K || F == BlockFormat::kQ5_K) {
+    int sc, mn;
+    ScaleMinK4Words(2 * ((v & 7) >> 1) + r, q.head[1], q.head[2], q.head[3], &sc, &mn);
+    return {d * sc, -(HalfBitsToFloat(static_cast<uint16_t>(q.head[0] >> 16)) * mn)};
+  } else {  // q6_k: values q - 32
+    const float a = d * static_cast<int8_t>(q.head[0] >> (16 + 8 * r));
+    return {a, -32.0f * a};
+  }
+}
+
 template <BlockFormat F>
 VQ_HOST_DEVICE IntRun RunInts(const RawVec& q, int v, int r) {
   IntRun out;
-  const float d = HalfBitsToFloat(static_cast<uint16_t>(q.head[0]));
-  if constexpr (F == BlockFormat::kQ8_0) {
-    for (int i = 0; i < 4; ++i) out.q[i] = q.q[4 * r + i];
-    out.a = d;
-    out.b = 0.0f;
-  } else if constexpr (F == BlockFormat::kQ4_0 || F == BlockFormat::kQ4_1) {
-    for (int i = 0; i < 4; ++i) out.q[i] = (q.q[i] >> (4 * r)) & 0x0F0F0F0Fu;
-    out.a = d;
-    out.b = F == BlockFormat::kQ4_1 ? HalfBitsToFloat(static_cast<uint16_t>(q.head[0] >> 16))
-                                    : -8.0f * d;
-  } else if constexpr (F == BlockFormat::kQ4_K || F == BlockFormat::kQ5_K) {
-    const int s = 2 * ((v & 7) >> 1) + r;  // sub-block
-    int sc, mn;
-    ScaleMinK4Words(s, q.head[1], q.head[2], q.head[3], &sc, &mn);
-    for (int i = 0; i < 4; ++i) {
-      uint32_t u = (q.q[i] >> (4 * r)) & 0x0F0F0F0Fu;
-      if constexpr (F == BlockFormat::kQ5_K) u |= ((q.q[4 + i] >> s) & 0x01010101u) << 4;
-      out.q[i] = u;
-    }
-    out.a = d * sc;
-    out.b = -(HalfBitsToFloat(static_cast<uint16_t>(q.head[0] >> 16)) * mn);
-  } else {  // q6_k: qh bits 2k of the quarter k, values q - 32
-    const int k = ((v >> 1) & 1) + 2 * r;
-    for (int i = 0; i < 4; ++i) {
-      out.q[i] = ((q.q[i] >> (4 * r)) & 0x0F0F0F0Fu) |
-                 (((q.q[4 + i] >> (2 * k)) & 0x03030303u) << 4);
-    }
-    out.a = d * static_cast<int8_t>(q.head[0] >> (16 + 8 * r));
-    out.b = -32.0f * out.a;
-  }
+  for (int i = 0; i < 4; ++i) out.q[i] = RunWord<F>(q, v, r, i);
+  const RunFactors f = RunScale<F>(q, v, r);
+  out.a = f.a;
+  out.b = f.b;
   return out;
 }
 

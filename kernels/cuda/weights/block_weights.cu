@@ -1,8 +1,8 @@
-// the block-weight kernels (block_weights.h): the fused multiply in integers for batches of 1-4
+// the block-weight kernels (block_weights.h): the fused multiply in integers for batches of 1-2
 // (x quantized to int8 in 16-element runs first; then a block of 128 threads on 8 weight rows,
-// 32-element vectors of quants against those runs, dp4a) and on tensor cores for 5-16 (a block of 8 warps on 32
-// rows, the same vectors dequantized straight into mma fragments); one thread per 8-element
-// chunk for the dequantization and gather.
+// 32-element vectors of quants against those runs, dp4a) and on tensor cores for 3-16 (a block
+// of 8 warps on 32 rows, the same vectors dequantized in fp16 pairs straight into mma
+// fragments); one thread per 8-element chunk for the dequantization and gather.
 #include "kernels/cuda/weights/block_weights.h"
 
 #include "kernels/cuda/common/cuda_check.h"
@@ -179,12 +179,11 @@ void GemvPass(const uint8_t* w, int rows, int cols, const __half* x, int64_t ldx
   const int64_t count = static_cast<int64_t>(n) * (cols / 16);
   LaunchAfterPrevious(QuantizeRunsKernel, dim3(static_cast<unsigned>((count + 127) / 128)),
                       dim3(128), 0, stream, x, ldx, n, cols, runs);
+  static_assert(kBlockGemvIntColumns == 2, "one gemv instance a column count");
   if (n <= 1) {
     GemvLaunch<F, 1>(w, rows, cols, runs, n, y, ldy, accumulate, stream);
-  } else if (n <= 2) {
-    GemvLaunch<F, 2>(w, rows, cols, runs, n, y, ldy, accumulate, stream);
   } else {
-    GemvLaunch<F, 4>(w, rows, cols, runs, n, y, ldy, accumulate, stream);
+    GemvLaunch<F, 2>(w, rows, cols, runs, n, y, ldy, accumulate, stream);
   }
 }
 
@@ -193,13 +192,42 @@ void GemvPass(const uint8_t* w, int rows, int cols, const __half* x, int64_t ldx
 constexpr int kMmaWarps = 8;
 constexpr int kMmaTiles = 2;
 
+// word i of run r's quants (RunWord) as unsigned bytes: q8_0's signed ones offset by 128.
+template <BlockFormat F>
+__device__ __forceinline__ uint32_t QuantWord(const RawVec& q, int v, int r, int i) {
+  const uint32_t w = RunWord<F>(q, v, r, i);
+  return F == BlockFormat::kQ8_0 ? w ^ 0x80808080u : w;
+}
+
+// run r's factors (RunScale) for QuantWord's bytes, as fp16 pairs: element = a u + b.
+template <BlockFormat F>
+__device__ __forceinline__ void HalfFactors(const RawVec& q, int v, int r, __half2* a,
+                                            __half2* b) {
+  const RunFactors f = RunScale<F>(q, v, r);
+  *a = __float2half2_rn(f.a);
+  *b = __float2half2_rn(F == BlockFormat::kQ8_0 ? f.b - 128.0f * f.a : f.b);
+}
+
+// two of a word's bytes u0, u1 (sel 0x4140: bytes 0, 1; 0x4342: bytes 2, 3) -> fp16 pair
+// (a u0 + b, a u1 + b): each byte placed in the mantissa of 1024 (exactly 1024 + u), 1024
+// subtracted (exact), then one fused multiply-add.
+__device__ __forceinline__ uint32_t QuantPairToHalf2(uint32_t word, uint32_t sel, __half2 a,
+                                                     __half2 b) {
+  const uint32_t biased = __byte_perm(word, 0x64u, sel);
+  const __half2 u = __hsub2(*reinterpret_cast<const __half2*>(&biased),
+                            __float2half2_rn(1024.0f));
+  const __half2 w = __hfma2(u, a, b);
+  return *reinterpret_cast<const uint32_t*>(&w);
+}
+
 // y (n, ldy) (+)= x (n, ldx) · w (rows, cols)ᵀ for n <= 8 NT columns on tensor cores, the
-// weights rounded to fp16, fp32 accumulation. grid: one block per 16 kMmaTiles rows
+// weights in fp16 (the factors a, b of each run and a u + b rounded), fp32 accumulation. grid: one block per 16 kMmaTiles rows
 // [r0, r0 + 16 kMmaTiles); warp w takes the vector groups G = w, w + kMmaWarps, ... (group G:
 // vectors 4G .. 4G + 3 of each row, 128 elements). in m16n8k16 terms lane (g, t) = (lane / 4,
 // lane % 4) loads vector 4G + t of rows g and g + 8 of each 16-row tile (the next group's
-// while it multiplies this one), dequantizes it (DequantPart) into its A-fragment slots of 8
-// k-steps and takes the same elements of x's columns g (, g + 8) as its B fragments: the mma's
+// while it multiplies this one), dequantizes it in fp16 pairs (QuantPairToHalf2: about one
+// instruction a weight) into its A-fragment slots of 8 k-steps and takes the same elements of
+// x's columns g (, g + 8) as its B fragments: the mma's
 // k runs over the 4 vectors' elements in an order that A and B share, so it sums the dot
 // product. the warps' partial tiles meet in shared memory.
 template <BlockFormat F, int NT>
@@ -250,31 +278,40 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
       for (int h = 0; h < 2; ++h) next[m][h] = vn < vecs ? LoadVec<F>(row[m][h], vn) : RawVec{};
     }
 #pragma unroll
-    for (int p = 0; p < 4; ++p) {
-      uint32_t b[NT][4];  // x's 8 elements of part p, columns g + 8 nt, as fp16 pairs
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        const int col = g + 8 * nt;
-        uint4 raw = make_uint4(0, 0, 0, 0);
-        if (v < vecs && col < n) {
-          raw = __ldg(reinterpret_cast<const uint4*>(x + col * ldx + VecPartStart<F>(v, p)));
-        }
-        b[nt][0] = raw.x, b[nt][1] = raw.y, b[nt][2] = raw.z, b[nt][3] = raw.w;
-      }
+    for (int r = 0; r < 2; ++r) {
+      __half2 fa[kMmaTiles][2], fb[kMmaTiles][2];  // run r's factors of rows g, g + 8
 #pragma unroll
       for (int m = 0; m < kMmaTiles; ++m) {
-        float lo[8], hi[8];  // rows g, g + 8
-        DequantPart<F>(cur[m][0], v, p, lo);
-        DequantPart<F>(cur[m][1], v, p, hi);
 #pragma unroll
-        for (int s = 0; s < 2; ++s) {  // k-step 2p + s: the part's elements 4s .. 4s + 3
-          const uint32_t a0 = PackHalf2(lo[4 * s], lo[4 * s + 1]);
-          const uint32_t a1 = PackHalf2(hi[4 * s], hi[4 * s + 1]);
-          const uint32_t a2 = PackHalf2(lo[4 * s + 2], lo[4 * s + 3]);
-          const uint32_t a3 = PackHalf2(hi[4 * s + 2], hi[4 * s + 3]);
+        for (int h = 0; h < 2; ++h) HalfFactors<F>(cur[m][h], v, r, &fa[m][h], &fb[m][h]);
+      }
 #pragma unroll
-          for (int nt = 0; nt < NT; ++nt) {
-            Mma16816(acc[m][nt], a0, a1, a2, a3, b[nt][2 * s], b[nt][2 * s + 1]);
+      for (int pp = 0; pp < 2; ++pp) {
+        const int p = 2 * r + pp;
+        uint32_t b[NT][4];  // x's 8 elements of part p, columns g + 8 nt, as fp16 pairs
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+          const int col = g + 8 * nt;
+          uint4 raw = make_uint4(0, 0, 0, 0);
+          if (v < vecs && col < n) {
+            raw = __ldg(reinterpret_cast<const uint4*>(x + col * ldx + VecPartStart<F>(v, p)));
+          }
+          b[nt][0] = raw.x, b[nt][1] = raw.y, b[nt][2] = raw.z, b[nt][3] = raw.w;
+        }
+#pragma unroll
+        for (int m = 0; m < kMmaTiles; ++m) {
+#pragma unroll
+          for (int s = 0; s < 2; ++s) {  // k-step 2p + s: the part's elements 4s .. 4s + 3
+            const uint32_t lo = QuantWord<F>(cur[m][0], v, r, 2 * pp + s);
+            const uint32_t hi = QuantWord<F>(cur[m][1], v, r, 2 * pp + s);
+            const uint32_t a0 = QuantPairToHalf2(lo, 0x4140, fa[m][0], fb[m][0]);
+            const uint32_t a1 = QuantPairToHalf2(hi, 0x4140, fa[m][1], fb[m][1]);
+            const uint32_t a2 = QuantPairToHalf2(lo, 0x4342, fa[m][0], fb[m][0]);
+            const uint32_t a3 = QuantPairToHalf2(hi, 0x4342, fa[m][1], fb[m][1]);
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt) {
+              Mma16816(acc[m][nt], a0, a1, a2, a3, b[nt][2 * s], b[nt][2 * s + 1]);
+            }
           }
         }
       }

@@ -24,8 +24,10 @@ constexpr int kBlockGemvMaxColumns = 16;
 // elements (x_k ~ d q_k, d = the run's max |x_k| / 127, q_k rounded to nearest even), each
 // run's sum of weight quants times q_k exact, then scaled in fp32 (llama.cpp's q8_1 and
 // dp4a, with runs of 16 instead of 32). wider passes multiply on tensor cores, the weights
-// rounded to fp16 (as the fp16 weights' cublas path).
-constexpr int kBlockGemvIntColumns = 4;
+// dequantized to fp16 (as the fp16 weights' cublas path). 2: on the H200 at the 8B shape the
+// tensor cores are faster from 3 columns (8B decode step, ms: 3 columns 4.51-4.56 against
+// 4.74-4.82 in integers, 4 columns 4.52-4.59 against 5.02-5.16; 2 columns 4.45 against 3.81-3.88).
+constexpr int kBlockGemvIntColumns = 2;
 
 // bytes of device scratch LaunchBlockGemv needs for rows of `cols` elements (x's int8 runs).
 int64_t BlockGemvScratchBytes(int cols);
