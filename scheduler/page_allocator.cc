@@ -165,6 +165,22 @@ PrefixHit PageAllocator::FindPrefix(Sequence* seq) const {
   return hit;
 }
 
+int PageAllocator::SharedPrefixTokens(Sequence* seq, const Sequence& other) const {
+  if (!prefix_) return 0;
+  const int p = config_.page_tokens;
+  const int blocks = (seq->num_tokens() - 1) / p;
+  HashBlocks(seq, blocks, p);
+  const int n = std::min(blocks, static_cast<int>(other.block_hashes.size()));
+  int common = 0;
+  while (common < n && seq->block_hashes[common] == other.block_hashes[common] &&
+         std::equal(seq->tokens.begin() + common * p, seq->tokens.begin() + (common + 1) * p,
+                    other.tokens.begin() + common * p)) {
+    ++common;
+  }
+  const int tokens = common * p;
+  return config_.residual_tokens > 0 ? tokens - tokens % checkpoint_tokens_ : tokens;
+}
+
 void PageAllocator::HoldPrefix(const PrefixHit& hit) {
   for (int32_t page : hit.pages) prefix_->Ref(page);
   if (hit.snapshot >= 0) prefix_->PinSnapshot(hit.snapshot_hash);

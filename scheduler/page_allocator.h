@@ -71,6 +71,10 @@ class PageAllocator {
   // sequence's state is exactly the one computing those tokens would give). fills
   // seq->block_hashes as needed.
   PrefixHit FindPrefix(Sequence* seq) const;
+  // tokens of seq's prompt that `other` computing its own would put in the cache as a hit for
+  // seq: their common full blocks (hash and tokens equal; other's hashed at its admission),
+  // down to a checkpoint with a ring, leaving seq a token to compute; 0 when none.
+  int SharedPrefixTokens(Sequence* seq, const Sequence& other) const;
   // pins a hit (its pages referenced, its snapshot not evictable) / undoes that.
   void HoldPrefix(const PrefixHit& hit);
   void DropPrefix(const PrefixHit& hit);

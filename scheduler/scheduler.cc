@@ -12,6 +12,10 @@
 //     queue order (priority, then fifo) while max_num_seqs and the token budget allow. a
 //     sequence is admitted when its pool has a slot and pages for its whole prefill on top of
 //     what admitted prefills still need, plus a watermark when the pool already runs sequences.
+//     with prefix caching, a sequence whose prompt shares more with a running sequence's than
+//     the cache holds, and which that sequence has not computed yet, waits for it (skipped, not
+//     blocking others): requests with one system prompt arriving together compute it once,
+//     and the rest start from the cache a few steps later.
 //     when pools share one memory (SharedKvMemory) the check is in chunks of that memory over
 //     every pool's outstanding pages, and a victim for a decode may be of any pool (its own
 //     first). fairness: a sequence that does not fit blocks every later one that draws on the
@@ -138,6 +142,17 @@ struct Scheduler::Impl {
 
   void ScheduleRunning(ScheduleOutput* out, int* budget);
   void Admit(ScheduleOutput* out, int* budget);
+  // a running sequence of seq's pool has still to compute more of seq's prompt than the
+  // `cached` tokens the cache holds: admitted now, seq would compute the same pages again.
+  bool AwaitsSharedPrefix(Sequence* seq, int cached) {
+    const PageAllocator& alloc = allocators[seq->pool];
+    for (const Sequence* r : running) {
+      if (r->pool != seq->pool) continue;
+      const int shared = alloc.SharedPrefixTokens(seq, *r);
+      if (shared > cached && r->num_computed < shared) return true;
+    }
+    return false;
+  }
   // leaves the running set for good; pages and slot stay until Release.
   void Finish(Sequence* seq);
 };
@@ -214,6 +229,7 @@ void Scheduler::Impl::Admit(ScheduleOutput* out, int* budget) {
     PrefixHit hit;
     if (alloc.prefix_cache_enabled()) {
       hit = alloc.FindPrefix(seq);
+      if (AwaitsSharedPrefix(seq, hit.tokens)) continue;
       alloc.HoldPrefix(hit);  // not evicted while this admission makes room
     }
     int need = PagesForTokens(alloc.config(), seq->num_tokens()) - static_cast<int>(hit.pages.size());

@@ -148,6 +148,61 @@ TEST(PrefixCache, WithARingOnlyCheckpointsWithASnapshotAreHits) {
   EXPECT_EQ(s.pages_used(0), s.prefix_evictable_pages(0));
 }
 
+TEST(PrefixCache, ASequenceWaitsForASharedPrefixBeingComputed) {
+  // no ring: b shares 100 tokens with a and arrives with it; a unrelated c does not wait.
+  Scheduler s(Config(), {Pool(16, 0)}, SharedKvMemory{16, 8192});
+  std::vector<int32_t> shared = Tokens(100, 7), pa = shared, pb = shared;
+  for (int32_t t : Tokens(20, 8)) pa.push_back(t);
+  for (int32_t t : Tokens(20, 9)) pb.push_back(t);
+  auto a = Seq(1, pa, 2), b = Seq(2, pb, 2), c = Seq(3, Tokens(50, 10), 2);
+  for (const auto& q : {a, b, c}) ASSERT_TRUE(s.Add(q).ok());
+  Step st = RunStep(s);
+  ASSERT_EQ(st.out.seqs.size(), 2u);  // a and c; b waits for a's pages
+  EXPECT_EQ(st.out.seqs[0].seq, a.get());
+  EXPECT_EQ(st.out.seqs[1].seq, c.get());
+  EXPECT_EQ(b->status, SequenceStatus::kWaiting);
+  st = RunStep(s);
+  // b starts from the 6 full pages (96 tokens) a computed, and computes its other 24.
+  EXPECT_EQ(b->num_cached_tokens, 96);
+  bool fed = false;
+  for (const ScheduledSeq& x : st.out.seqs) {
+    if (x.seq == b.get()) {
+      fed = true;
+      EXPECT_EQ(x.num_new_tokens, 120 - 96);
+    }
+  }
+  EXPECT_TRUE(fed);
+  EXPECT_EQ(s.prefix_hits(), 96);
+  RunToEnd(s);
+  EXPECT_EQ(b->num_generated(), 2);
+}
+
+TEST(PrefixCache, WithARingASequenceWaitsForTheSharedCheckpoint) {
+  // pages of 16, a ring of 32, checkpoints every 64: b shares 150 tokens with a, so it waits
+  // while a computes [0, 64) and [64, 128), then resumes at a's snapshot at 128.
+  Scheduler s(Config(64), {Pool(16, 32)}, SharedKvMemory{32, 8192});
+  std::vector<int32_t> shared = Tokens(150, 11), pa = shared, pb = shared;
+  for (int32_t t : Tokens(40, 12)) pa.push_back(t);
+  for (int32_t t : Tokens(40, 13)) pb.push_back(t);
+  auto a = Seq(1, pa, 2), b = Seq(2, pb, 2);
+  ASSERT_TRUE(s.Add(a).ok());
+  ASSERT_TRUE(s.Add(b).ok());
+  for (int step = 0; step < 2; ++step) {
+    Step st = RunStep(s);
+    ASSERT_EQ(st.out.seqs.size(), 1u) << "step " << step;
+    EXPECT_EQ(st.out.seqs[0].seq, a.get());
+    EXPECT_EQ(b->status, SequenceStatus::kWaiting);
+  }
+  Step st = RunStep(s);
+  EXPECT_EQ(b->num_cached_tokens, 128);
+  ASSERT_EQ(st.out.restores.size(), 1u);
+  EXPECT_EQ(st.out.restores[0].to, b->slot);
+  RunToEnd(s);
+  EXPECT_EQ(b->num_generated(), 2);
+  EXPECT_EQ(s.slots_used(0), s.prefix_snapshots(0));
+  EXPECT_EQ(s.pages_used(0), s.prefix_evictable_pages(0));
+}
+
 TEST(PrefixCache, SharedPagesAreReferenceCountedAndEvictedWhenMemoryIsNeeded) {
   // 6 chunks of 4 pages (2 KiB) or of 2 slots: a hit shares pages with a running sequence,
   // and a sequence that needs the memory evicts the unreferenced cache.
