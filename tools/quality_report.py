@@ -12,6 +12,7 @@ relative perplexity change against fp16 on the SAME windows (paired), its standa
 passkey stage (`--passkey-stage 1024,2048,4096,8192 [--passkey-trials 10]`): `vqserve eval
 --passkey-only` for the main rows, cached in data/quality/<row>.passkey.<lengths>.<trials>.json,
 fp16's trials in the same baseline file.
+hand-written sections of the report (between KEPT_BEGIN and KEPT_END) survive a rewrite.
 usage: tools/quality_report.py [--build build] [--ctx 2048] [--windows 8] [--calib-tokens 4096]
                                [--iterations 15] [--only row,row] [--report-only]
                                [--passkey-stage LENGTHS [--passkey-trials N]]
@@ -224,6 +225,29 @@ def load_passkey(qdir):
     return out
 
 
+# hand-written sections of docs/quality.md (the GPU evaluation, what was tried) lie between
+# these markers; a regenerated report keeps them, in order, after its main table.
+KEPT_BEGIN = "<!-- kept by tools/quality_report.py: hand-written, not regenerated -->"
+KEPT_END = "<!-- /kept -->"
+
+
+def kept_blocks(text, name="docs/quality.md"):
+    """the hand-written blocks of an earlier report, markers included, in order."""
+    blocks, at = [], 0
+    while True:
+        b = text.find(KEPT_BEGIN, at)
+        if b < 0:
+            stray = text.find(KEPT_END, at)
+            if stray >= 0:
+                raise SystemExit(f"{name}: {KEPT_END!r} without {KEPT_BEGIN!r} before it")
+            return blocks
+        e = text.find(KEPT_END, b)
+        if e < 0:
+            raise SystemExit(f"{name}: {KEPT_BEGIN!r} without {KEPT_END!r} after it")
+        blocks.append(text[b:e + len(KEPT_END)])
+        at = e + len(KEPT_END)
+
+
 def write_report(qdir):
     results = {}
     for name, _, group in RUNS:
@@ -293,6 +317,9 @@ def write_report(qdir):
                   "seconds of the row's windows on the 2 shared cores of the build machine "
                   "(fp16: the baseline, computed once for all rows)."]
     lines.append("")
+    report = os.path.join(ROOT, "docs", "quality.md")
+    for block in kept_blocks(open(report).read() if os.path.exists(report) else ""):
+        lines += [block, ""]
     # passkey.
     if passkey:
         lengths = sorted({L for v in passkey.values() for L in v})
@@ -347,7 +374,7 @@ def write_report(qdir):
     lines += ["Reports before issue 27 used one 2048-token Bible window (2047 predictions) and 1–5 "
               "passkey trials per cell, without intervals; their numbers are not comparable with these.", "",
               "![bits per element vs ΔPPL](quality_bits_vs_dppl.png)", ""]
-    open(os.path.join(ROOT, "docs", "quality.md"), "w").write("\n".join(lines))
+    open(report, "w").write("\n".join(lines))
     plot(results)
 
 
