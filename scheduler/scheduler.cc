@@ -147,7 +147,9 @@ struct Scheduler::Impl {
   bool AwaitsSharedPrefix(Sequence* seq, int cached) {
     const PageAllocator& alloc = allocators[seq->pool];
     for (const Sequence* r : running) {
-      if (r->pool != seq->pool) continue;
+      // a decoding sequence has computed every token it could share: only prefills count
+      // (few a step: the token budget), so the hashes are compared against few sequences.
+      if (r->pool != seq->pool || r->num_tokens() - r->num_computed <= 1) continue;
       const int shared = alloc.SharedPrefixTokens(seq, *r);
       if (shared > cached && r->num_computed < shared) return true;
     }

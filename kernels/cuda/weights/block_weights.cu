@@ -221,15 +221,15 @@ __device__ __forceinline__ uint32_t QuantPairToHalf2(uint32_t word, uint32_t sel
 }
 
 // y (n, ldy) (+)= x (n, ldx) · w (rows, cols)ᵀ for n <= 8 NT columns on tensor cores, the
-// weights in fp16 (the factors a, b of each run and a u + b rounded), fp32 accumulation. grid: one block per 16 kMmaTiles rows
-// [r0, r0 + 16 kMmaTiles); warp w takes the vector groups G = w, w + kMmaWarps, ... (group G:
-// vectors 4G .. 4G + 3 of each row, 128 elements). in m16n8k16 terms lane (g, t) = (lane / 4,
-// lane % 4) loads vector 4G + t of rows g and g + 8 of each 16-row tile (the next group's
-// while it multiplies this one), dequantizes it in fp16 pairs (QuantPairToHalf2: about one
-// instruction a weight) into its A-fragment slots of 8 k-steps and takes the same elements of
-// x's columns g (, g + 8) as its B fragments: the mma's
-// k runs over the 4 vectors' elements in an order that A and B share, so it sums the dot
-// product. the warps' partial tiles meet in shared memory.
+// weights in fp16 (each run's factors a, b and a u + b rounded), fp32 accumulation. grid: one
+// block per 16 kMmaTiles rows [r0, r0 + 16 kMmaTiles); warp w takes the vector groups G = w,
+// w + kMmaWarps, ... (group G: vectors 4G .. 4G + 3 of each row, 128 elements). in m16n8k16
+// terms lane (g, t) = (lane / 4, lane % 4) loads vector 4G + t of rows g and g + 8 of each
+// 16-row tile (the next group's while it multiplies this one), dequantizes it in fp16 pairs
+// (QuantPairToHalf2: about 1.5 instructions a weight) into its A-fragment slots of 8 k-steps
+// and takes the same elements of x's columns g (, g + 8) as its B fragments: the mma's k runs
+// over the 4 vectors' elements in an order that A and B share, so it sums the dot product.
+// the warps' partial tiles meet in shared memory.
 template <BlockFormat F, int NT>
 __global__ void __launch_bounds__(kMmaWarps * 32)
     BlockMmaKernel(const uint8_t* __restrict__ w, int rows, int cols,
