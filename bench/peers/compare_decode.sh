@@ -22,9 +22,12 @@
 #     10 minutes: a second call on the same warm machine (chained at once: it is given back
 #     after ~30 s idle) reuses the build and the GGUFs (/dev/shm) and reruns every row.
 #     the table and logs: RESULTS (default $OUT, else /tmp/peers/results).
+#     the PyTorch step (torch_decode_step.py: bf16 weights and kv, SDPA flash, one CUDA graph a
+#     step) runs on the same cells after vqserve's F16 rows, while llama.cpp builds.
 #     knobs: WEIGHTS="F16 Q4_K_M"  OUR_KV=fp16,vecinfer-k2v2  LLAMA_KV="f16 q8_0 q4_0"
 #            LONG_KV="f16" (llama.cpp kv types also run at 1 x 128K: a 128K-token prefill each)
-#            STEPS=32 (decode steps timed per cell, both engines)  SKIP_OURS=1  SKIP_LLAMA=1
+#            STEPS=32 (decode steps timed per cell, every engine)  SKIP_OURS=1  SKIP_LLAMA=1
+#            SKIP_TORCH=1  TORCH_CELLS=1x256,16x256,16x32768,1x131072
 #            OUR_WEIGHTS=blocks (vqserve keeps a quantized file's blocks resident; fp16: dequantized)
 #            GGUF_DIR (default /dev/shm/peers when it has 25 GB free, else /tmp/peers/gguf)
 #            SHAPE=llama8b (tools/make_random_gguf.py's shape; tiny for a dry run of the script)
@@ -50,7 +53,8 @@ pack() {
   rm -f "$dir"/gguf-*.whl
   python3 -m pip download --no-deps --only-binary=:all: "$pin" -d "$dir" > /dev/null || return 1
   cp "$root/bench/peers/compare_decode.sh" "$root/bench/peers/build_llama_cpp.sh" \
-    "$root/bench/peers/decode_table.py" "$root/tools/make_random_gguf.py" "$dir/"
+    "$root/bench/peers/decode_table.py" "$root/bench/peers/torch_decode_step.py" \
+    "$root/tools/make_random_gguf.py" "$dir/"
   du -sh "$dir"
 }
 
@@ -122,6 +126,14 @@ run() {
     echo "exit: $?"
   }
   [[ " ${WEIGHTS:-F16 Q4_K_M} " == *" F16 "* ]] && ours F16 2>&1 | tee "$OUT/ours_F16.log"
+  if [ "${SKIP_TORCH:-0}" != 1 ]; then
+    echo "== the PyTorch step"
+    local tshape=llama8b
+    [ "${SHAPE:-llama8b}" = llama8b ] || tshape=tiny
+    $fast python3 "$HERE/torch_decode_step.py" --shape $tshape --steps "$steps" \
+      --cells "${TORCH_CELLS:-1x256,16x256,16x32768,1x131072}" --jsonl "$OUT/torch.jsonl" 2>&1 |
+      tee "$OUT/torch.log"
+  fi
   table
   wait $build_pid || { echo "llama.cpp build failed:"; tail -30 "$OUT/llama_build.log"; return 1; }
   cat "$OUT/llama_build.log"
@@ -184,8 +196,9 @@ llama() {
 
 table() {
   python3 "$HERE/decode_table.py" --ours "$OUT"/ours_*.log --llama "$OUT/llama.jsonl" \
-    > "$OUT/table.md" && cat "$OUT/table.md"
-  cp "$OUT"/{table.md,env.log} "$OUT"/ours_*.log "$OUT"/llama.jsonl "$RESULTS/" 2> /dev/null
+    --torch "$OUT/torch.jsonl" > "$OUT/table.md" && cat "$OUT/table.md"
+  cp "$OUT"/{table.md,env.log} "$OUT"/ours_*.log "$OUT"/{llama,torch}.jsonl "$RESULTS/" \
+    2> /dev/null
   tar -C "$OUT" -czf "$RESULTS/logs.tar.gz" .
 }
 

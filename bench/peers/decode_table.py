@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """One markdown table of decode tokens/s: vqserve (cuda_e2e_decode_bench logs) beside llama.cpp
 (llama-batched-bench --output-format jsonl lines tagged with weights and kv by
-bench/peers/compare_decode.sh). Each vqserve cell also gives its ratio to llama.cpp's best row in
-that cell (any weights, any kv type); the last rows compare the best of each engine.
+bench/peers/compare_decode.sh) and the PyTorch step (bench/peers/torch_decode_step.py --jsonl).
+Each vqserve cell also gives its ratio to llama.cpp's best row in that cell (any weights, any kv
+type); the last rows compare the best of each engine, and vqserve's best (and its best fp16-KV
+row) with the PyTorch step's faster attention mode.
 
-  decode_table.py --ours LOG... --llama JSONL
+  decode_table.py --ours LOG... --llama JSONL [--torch JSONL]
 """
 import argparse
 import json
@@ -43,7 +45,8 @@ def read_ours(paths):
     return rows
 
 
-def read_llama(path):
+def read_llama(path, engine=None):
+    """{(weights, kv): {cell: tokens/s}}; engine "torch": {("bf16", mode): ...} of the step."""
     rows = {}
     try:
         lines = open(path).read().splitlines()
@@ -53,7 +56,8 @@ def read_llama(path):
         if not line.startswith("{"):
             continue
         j = json.loads(line)
-        rows.setdefault((j["weights"], j["kv"]), {})[(j["pl"], j["pp"])] = j["speed_tg"]
+        key = ("bf16", j["mode"]) if engine == "torch" else (j["weights"], j["kv"])
+        rows.setdefault(key, {})[(j["pl"], j["pp"])] = j["speed_tg"]
     return rows
 
 
@@ -61,8 +65,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ours", nargs="*", default=[])
     ap.add_argument("--llama", default="")
+    ap.add_argument("--torch", default="")
     a = ap.parse_args()
     ours, llama = read_ours(a.ours), read_llama(a.llama)
+    torch_rows = read_llama(a.torch, "torch") if a.torch else {}
     best = {c: max((r[c] for r in llama.values() if c in r), default=0) for c in CELLS}
     print("| decode tokens/s (ratio to llama.cpp's best in the column) | "
           + " | ".join(TITLES) + " |")
@@ -80,9 +86,20 @@ def main():
     for (w, kv), r in sorted(llama.items()):
         cells = [f"{r[c]:.0f}" if c in r else "—" for c in CELLS]
         print(f"| llama.cpp, {w} weights, {kv} KV | " + " | ".join(cells) + " |")
+    for (_, mode), r in sorted(torch_rows.items()):
+        cells = [f"{r[c]:.0f}" if c in r else "—" for c in CELLS]
+        print(f"| PyTorch step, bf16 weights and KV, SDPA flash ({mode}) | " + " | ".join(cells)
+              + " |")
     ours_best = {c: max((r[c] for r in ours.values() if c in r), default=0) for c in CELLS}
     cells = [f"{ours_best[c] / best[c]:.2f}x" if ours_best[c] and best[c] else "—" for c in CELLS]
     print("| vqserve's best / llama.cpp's best | " + " | ".join(cells) + " |")
+    if torch_rows:
+        step = {c: max((r[c] for r in torch_rows.values() if c in r), default=0) for c in CELLS}
+        fp16 = {c: max((r[c] for (w, kv), r in ours.items() if kv == "fp16" and c in r),
+                       default=0) for c in CELLS}
+        for name, mine in (("vqserve's best", ours_best), ("vqserve's best fp16 KV", fp16)):
+            cells = [f"{mine[c] / step[c]:.2f}x" if mine[c] and step[c] else "—" for c in CELLS]
+            print(f"| {name} / the PyTorch step | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

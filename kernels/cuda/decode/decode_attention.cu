@@ -216,7 +216,7 @@ int ChooseDecodeSplits(KvPageFormat f, const DecodeAttentionParams& p) {
   const bool staged_kivi = f == KvPageFormat::kKivi && UsesKiviStaged(p);
   const bool vq_lut = f == KvPageFormat::kVecInfer && VecInferLutShape(p);
   const int per_sm = vq_lut        ? 1
-                     : staged_fp16 ? kFp16StagedBlocksPerSm
+                     : staged_fp16 ? Fp16StagedBlocksPerSm(p.head_dim)
                      : staged_kivi ? kKiviStagedBlocksPerSm
                                    : 2;
   const int target = SmCount() * per_sm;

@@ -1,247 +1,277 @@
-// fp16 paged decode attention that streams whole pages through shared memory: the baseline the
-// coded kernels are compared with, built to run at the memory wall.
+// fp16 paged decode attention on the tensor cores: the baseline the coded kernels are compared
+// with, built to run at the memory wall.
 //
-// grid (splits + 1, kv heads x head groups, batch), 256 threads (8 warps); block x < splits
-// folds its split of the pages in tiles of 64 tokens (two 32-token pages), block x == splits
-// folds the fp16 residual ring. per tile:
-//   copy     pages k (32, D), v (32, D) of the block's kv head -> stage (cp.async, 3 deep)
-//   scores   thread (token tid & 63, part tid >> 6): q . k over its D / 4 dims for every head,
-//            k rows padded to 2 D + 16 bytes so a warp's 16-byte reads hit distinct banks
-//   softmax  warp h takes head h: s = sum of the 4 parts, online max / sum in log2 units
-//   values   thread (dim pair tid % (D / 2), token group tid / (D / 2)) accumulates p . v
-// the block's token groups are summed at the end into one workspace slot.
+// grid (splits, kv heads x head groups, batch), 256 threads (8 warps), hb <= 8 query heads of
+// one kv head per block; the last split's block (the shortest) then folds the fp16 residual
+// ring and the sink into slot `splits` (BlockResidual for hb <= 4, else ResidualPartial): one
+// block an sm at head_dim 128, so a ring block column of its own would take a second wave at
+// 16 x 128 (batch x kv heads) blocks. in a split, warp w takes the 16-token
+// units w, w + 8, ... (half a 32-token page each) and streams each unit's k rows (16, D) and v
+// rows (16, D) of its kv head through kStages private shared-memory buffers (cp.async,
+// __syncwarp only; 16-byte chunk c of row r stored at c ^ (r % 8), so that ldmatrix's 8 rows
+// hit distinct banks). per unit, with lane = (g = lane / 4, q = lane % 4) and fragments of
+// mma.m16n8k16 (f16 in, f32 accumulate):
+//   scores S (16 x 8 tokens) = Q (16 x 16 channels) . K^T (16 channels x 8 tokens), 2 token
+//     tiles x D / 16 k-steps: Q rows 0..7 = fp16 hi parts of the heads' scaled queries, rows
+//     8..15 the lo parts (q = hi + lo to ~2^-22), so row g + row g + 8 = head g's score; the
+//     K^T fragments come from ldmatrix of the k rows.
+//   softmax  lane holds head g of its 4 tokens: online max / sum in log2 units per warp.
+//   values   O^T (16 channels x 8 heads) += V^T (16 channels x 16 tokens) . P (16 tokens x 8
+//     heads): V^T from ldmatrix.trans of the v rows, P the score accumulator repacked as fp16
+//     (the flash-attention register reuse).
+// the warps' partials are merged into one workspace slot at the end.
+
+#include <cuda_fp16.h>
 
 #include <string>
 
 #include "kernels/cuda/common/cuda_check.h"
 #include "kernels/cuda/common/dense_attention.cuh"
+#include "kernels/cuda/common/mma_ops.cuh"
+#include "kernels/cuda/decode/block_residual.cuh"
 #include "kernels/cuda/decode/fp16_staged_decode.h"
 
 namespace vqserve::cuda {
 namespace {
 
-constexpr int kThreads = 256, kTile = 64;
-constexpr int kParts = kThreads / kTile;  // threads per token in the score step
+constexpr int kThreads = 256, kWarps = kThreads / 32, kUnit = 16, kMaxHeads = 8;
 
-template <int D, int HBP, int kStages>
-struct StagedSmem {
-  static constexpr int kRowK = 2 * D + 16;                   // bytes per padded k row
-  static constexpr int kStageBytes = kTile * kRowK + kTile * 2 * D;
-  static constexpr int kGroups = kThreads / (D / 2);         // token groups of the value step
-  static constexpr int kQ = kStages * kStageBytes;           // q [HBP][D] fp32
-  static constexpr int kS = kQ + HBP * D * 4;                // scores [kParts][HBP][kTile]
-  static constexpr int kP = kS + kParts * HBP * kTile * 4;   // probabilities [kTile][HBP]
-  static constexpr int kAlpha = kP + kTile * HBP * 4;        // [HBP]
-  static constexpr int kM = kAlpha + HBP * 4;                // running max [HBP] (log2 units)
-  static constexpr int kL = kM + HBP * 4;                    // running sum [HBP]
-  static constexpr int kBytes = kL + HBP * 4;
-  // after the loop the stages hold the token groups' accumulators [kGroups][HBP][D].
-  static_assert(kGroups * HBP * D * 4 <= kStages * kStageBytes, "reduction fits the stages");
-  static_assert(DenseSmem<D, HBP, kThreads>::kFloats * 4 <= kBytes, "ring fits");
-  static_assert(HBP <= kThreads / 32, "one warp per head in the softmax and the ring");
+// shared memory of one block, in bytes: kStages unit buffers (k rows, then v rows) per warp.
+template <int D>
+struct Layout {
+  static constexpr int kRows = kUnit * D * 2;    // bytes of one unit's k (or v) rows
+  static constexpr int kUnitBytes = 2 * kRows;
+  static constexpr int kStages = 3;
+  static constexpr int kBytes = kWarps * kStages * kUnitBytes;
+  // the merge reuses the stages: red [kWarps][kMaxHeads][D], wm / wl [kWarps][kMaxHeads] fp32.
+  static constexpr int kWm = kWarps * kMaxHeads * D * 4, kWl = kWm + kWarps * kMaxHeads * 4;
+  static_assert(kWl + kWarps * kMaxHeads * 4 <= kBytes, "merge fits the stages");
+  static_assert(DenseSmem<D, kMaxHeads, kThreads>::kFloats * 4 <= kBytes, "ring fits");
+  static_assert(BlockResidualFloats<D, kThreads>() * 4 <= kBytes, "block ring fits");
 };
 
-// kStages >= 2 tiles in shared memory; kMinBlocks blocks per sm (the register bound).
-template <int D, int HBP, int kStages, int kMinBlocks>
-__global__ void __launch_bounds__(kThreads, kMinBlocks)
-    Fp16StagedDecodeKernel(const DecodeAttentionParams p, int hb, int num_splits) {
-  using S = StagedSmem<D, HBP, kStages>;
-  extern __shared__ float4 staged_smem4[];
-  uint8_t* smem = reinterpret_cast<uint8_t*>(staged_smem4);
-  const int split = blockIdx.x, b = blockIdx.z;
-  int kvh, h0, t0, t1;
-  float* const fsmem = reinterpret_cast<float*>(smem);
-  if (!BeginSplitBlock<D, HBP, kThreads>(p, hb, num_splits, split, fsmem, &kvh, &h0, &t0, &t1)) return;
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  float* q_s = reinterpret_cast<float*>(smem + S::kQ);
-  float* s_s = reinterpret_cast<float*>(smem + S::kS);
-  float* p_s = reinterpret_cast<float*>(smem + S::kP);
-  float* alpha_s = reinterpret_cast<float*>(smem + S::kAlpha);
-  float* m_s = reinterpret_cast<float*>(smem + S::kM);
-  float* l_s = reinterpret_cast<float*>(smem + S::kL);
+// byte offset of 16-byte chunk c of row r in a unit's k or v rows.
+template <int D>
+__device__ __forceinline__ int ChunkOffset(int r, int c) {
+  return r * 2 * D + ((c ^ (r & 7)) << 4);
+}
 
+// q (batch, num_heads, D) fp32; pages per docs/kv_formats.md "fp16"; ring / sink fp16; writes
+// workspace partials (batch, num_heads, splits + 1, D + 2).
+// the partial of coded tokens [t0, t1) (t0 < t1, t0 % 128 == 0) of sequence b, query heads
+// h0 .. h0 + hb - 1 of kv head kvh, into workspace slot `split`; smem: Layout<D>::kBytes.
+template <int D>
+__device__ __forceinline__ void AttendUnits(const DecodeAttentionParams& p, int hb, int b, int kvh,
+                                            int h0, int split, int t0, int t1, uint8_t* smem) {
+  using L = Layout<D>;
+  constexpr int kNs = D / 16;  // score k-steps = value m-tiles
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, qd = lane & 3;
+
+  // unit buffers of this warp; its units are warp + kWarps i, i < mine, of the split.
+  uint8_t* wst = smem + warp * L::kStages * L::kUnitBytes;
   const uint8_t* base = p.pages + p.layer_offset;
   const int32_t* table = p.block_tables + b * p.block_table_stride;
   const int64_t kslice = static_cast<int64_t>(kvh) * 32 * D * 2;
   const int64_t vslice = static_cast<int64_t>(p.num_kv_heads + kvh) * 32 * D * 2;
-  const int ntiles = (t1 - t0 + kTile - 1) / kTile;
-  const int page0 = t0 / 32, page_end = (t1 + 31) / 32;
-  // tile i -> stage i % kStages: both pages' k rows (padded) and v rows.
+  const int page0 = t0 / 32, nunits = (t1 - t0 + kUnit - 1) / kUnit;  // t0 % 128 == 0
+  const int mine = warp < nunits ? (nunits - warp + kWarps - 1) / kWarps : 0;
   auto issue = [&](int i) {
-    if (i < ntiles) {
-      uint8_t* st = smem + (i % kStages) * S::kStageBytes;
-      constexpr int kChunksPerRow = 2 * D / 16;
-      for (int c = tid; c < 2 * kTile * kChunksPerRow; c += kThreads) {
-        const bool value = c >= kTile * kChunksPerRow;
-        const int cc = value ? c - kTile * kChunksPerRow : c;
-        const int row = cc / kChunksPerRow, part = cc % kChunksPerRow;
-        const int page = page0 + 2 * i + (row >> 5);
-        if (page >= page_end) continue;
-        const uint8_t* src = base + static_cast<int64_t>(table[page]) * p.page_stride +
-                             (value ? vslice : kslice) + ((row & 31) * D * 2) + part * 16;
-        uint8_t* dst = value ? st + kTile * S::kRowK + row * 2 * D + part * 16
-                             : st + row * S::kRowK + part * 16;
-        CpAsync16(dst, src);
+    if (i < mine) {
+      const int u = warp + kWarps * i;
+      const uint8_t* src = base + static_cast<int64_t>(table[page0 + (u >> 1)]) * p.page_stride +
+                           (u & 1) * L::kRows;
+      uint8_t* st = wst + (i % L::kStages) * L::kUnitBytes;
+      constexpr int kRowChunks = D / 8;
+#pragma unroll
+      for (int c = lane; c < kUnit * kRowChunks; c += 32) {
+        const int off = ChunkOffset<D>(c / kRowChunks, c % kRowChunks);
+        CpAsync16(st + off, src + kslice + c * 16);
+        CpAsync16(st + L::kRows + off, src + vslice + c * 16);
       }
     }
     CpAsyncCommit();
   };
 #pragma unroll
-  for (int i = 0; i < kStages - 1; ++i) issue(i);
+  for (int i = 0; i < L::kStages - 1; ++i) issue(i);
 
-  const float qscale = p.scale * 1.4426950408889634f;  // scores in log2 units
-  for (int i = tid; i < HBP * D; i += kThreads) {
-    const int h = i / D;
-    q_s[i] = h < hb ? p.q[b * p.q_batch_stride + (h0 + h) * p.q_head_stride + i % D] * qscale : 0.0f;
-  }
-  if (tid < HBP) {
-    m_s[tid] = -INFINITY;
-    l_s[tid] = 0.0f;
-  }
-  const int st_tok = tid & (kTile - 1), st_part = tid / kTile;  // score step
-  const int dp = tid % (D / 2), grp = tid / (D / 2);          // value step
-  constexpr int kTpg = kTile / S::kGroups;                    // tokens per value group
-  float acc[HBP][2];
+  // query fragments of k-step s: (hi, lo) of channels 16 s + 2 q + {0, 1}, then of 16 s + 8 +
+  // 2 q + {0, 1}; head g of the lane (0 if g >= hb).
+  uint4 qf[kNs];
+  {
+    const float qscale = p.scale * 1.4426950408889634f;  // scores in log2 units
+    const float* qh = p.q + b * p.q_batch_stride + (h0 + min(g, hb - 1)) * p.q_head_stride;
 #pragma unroll
-  for (int h = 0; h < HBP; ++h) acc[h][0] = acc[h][1] = 0.0f;
-
-  for (int i = 0; i < ntiles; ++i) {
-    CpAsyncWait<kStages - 2>();
-    __syncthreads();  // tile i landed for every thread; stage (i - 1) % kStages is free
-    issue(i + kStages - 1);
-    const uint8_t* st = smem + (i % kStages) * S::kStageBytes;
-    const int valid = min(kTile, t1 - (t0 + i * kTile));
-
-    // scores: this thread's part of token st_tok's row against every head.
-    {
-      constexpr int kPartDims = D / kParts;
-      const uint8_t* krow = st + st_tok * S::kRowK + st_part * kPartDims * 2;
-      const float* qh = q_s + st_part * kPartDims;
-      float sc[HBP];
-#pragma unroll
-      for (int h = 0; h < HBP; ++h) sc[h] = 0.0f;
-#pragma unroll
-      for (int c = 0; c < kPartDims / 8; ++c) {
-        const uint4 w = *reinterpret_cast<const uint4*>(krow + c * 16);
-        const float2 k01 = Half2BitsToFloat2(w.x), k23 = Half2BitsToFloat2(w.y);
-        const float2 k45 = Half2BitsToFloat2(w.z), k67 = Half2BitsToFloat2(w.w);
-#pragma unroll
-        for (int h = 0; h < HBP; ++h) {
-          const float4 qa = *reinterpret_cast<const float4*>(qh + h * D + c * 8);
-          const float4 qb = *reinterpret_cast<const float4*>(qh + h * D + c * 8 + 4);
-          sc[h] += qa.x * k01.x + qa.y * k01.y + qa.z * k23.x + qa.w * k23.y + qb.x * k45.x +
-                   qb.y * k45.y + qb.z * k67.x + qb.w * k67.y;
-        }
+    for (int s = 0; s < kNs; ++s) {
+      uint4 f = make_uint4(0u, 0u, 0u, 0u);
+      if (g < hb) {
+        const float2 x = *reinterpret_cast<const float2*>(qh + 16 * s + 2 * qd);
+        const float2 y = *reinterpret_cast<const float2*>(qh + 16 * s + 8 + 2 * qd);
+        SplitHalf2(x.x * qscale, x.y * qscale, &f.x, &f.y);
+        SplitHalf2(y.x * qscale, y.y * qscale, &f.z, &f.w);
       }
-#pragma unroll
-      for (int h = 0; h < HBP; ++h) s_s[(st_part * HBP + h) * kTile + st_tok] = sc[h];
+      qf[s] = f;
     }
-    __syncthreads();
-    // online softmax: warp h owns head h; two tokens per lane.
-    if (warp < HBP) {
-      const int h = warp;
-      float sv[2];
+  }
+
+  float acc[kNs][4];
+#pragma unroll
+  for (int m = 0; m < kNs; ++m) acc[m][0] = acc[m][1] = acc[m][2] = acc[m][3] = 0.0f;
+  float m_run = -INFINITY, l_run = 0.0f;
+  const int lrow = lane & 7, lmat = lane >> 3;  // the row and matrix whose address lane gives
+
+  for (int i = 0; i < mine; ++i) {
+    CpAsyncWait<L::kStages - 2>();
+    __syncwarp();  // unit i landed for every lane; buffer (i - 1) % kStages is free
+    issue(i + L::kStages - 1);
+    uint8_t* st = wst + (i % L::kStages) * L::kUnitBytes;
+    const int valid = min(kUnit, t1 - (t0 + kUnit * (warp + kWarps * i)));
+    if (valid < kUnit) {
+      // rows past the end: zero v so that stale bytes (maybe NaN) add 0 x 0.
+      uint4* v = reinterpret_cast<uint4*>(st + L::kRows);
+      for (int c = valid * (D / 8) + lane; c < kUnit * (D / 8); c += 32) v[c] = make_uint4(0, 0, 0, 0);
+      __syncwarp();
+    }
+
+    // scores: sc[nt] = rows (hi g, lo g) x tokens 8 nt + 2 q + {0, 1}.
+    float sc[2][4];
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.0f;
+#pragma unroll
+    for (int s = 0; s < kNs; s += 2) {
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+        uint32_t kb[4];  // K^T fragments (b0, b1) of k-steps s and s + 1
+        Ldmatrix4(kb, st + ChunkOffset<D>(8 * nt + lrow, 2 * s + lmat));
+        Mma16816(sc[nt], qf[s].x, qf[s].y, qf[s].z, qf[s].w, kb[0], kb[1]);
+        Mma16816(sc[nt], qf[s + 1].x, qf[s + 1].y, qf[s + 1].z, qf[s + 1].w, kb[2], kb[3]);
+      }
+    }
+
+    // online softmax of head g (lanes 4 g .. 4 g + 3 hold its 16 tokens).
+    float mx = -INFINITY;
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
-        const int t = lane + 32 * j;
-        float v = 0.0f;
-#pragma unroll
-        for (int part = 0; part < kParts; ++part) v += s_s[(part * HBP + h) * kTile + t];
-        sv[j] = t < valid && h < hb ? v : -INFINITY;
-      }
-      const float m_old = m_s[h];
-      const float m_new = fmaxf(m_old, WarpMax(fmaxf(sv[0], sv[1])));
-      const float m_use = m_new == -INFINITY ? 0.0f : m_new;
-      const float alpha = exp2f(m_old - m_use);
-      float sum = 0.0f;
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const float pv = exp2f(sv[j] - m_use);
-        p_s[(lane + 32 * j) * HBP + h] = pv;
-        sum += pv;
-      }
-      sum = WarpSum(sum);
-      __syncwarp();  // every lane has read m_s[h] and l_s[h] before lane 0 rewrites them.
-      if (lane == 0) {
-        alpha_s[h] = alpha;
-        m_s[h] = m_new;
-        l_s[h] = l_s[h] * alpha + sum;
+        const int t = 8 * nt + 2 * qd + j;
+        const float v = sc[nt][j] + sc[nt][j + 2];
+        sc[nt][j] = g < hb && t < valid ? v : -INFINITY;
+        mx = fmaxf(mx, sc[nt][j]);
       }
     }
-    __syncthreads();
-    // values: dims 2 dp, 2 dp + 1 of tokens grp * kTpg .. + kTpg (fewer in a short last tile).
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float m_new = fmaxf(m_run, mx);
+    const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+    const float alpha = exp2f(m_run - m_use);
+    m_run = m_new;
+    uint32_t pb[2];  // P fragments: head g, tokens 8 nt + 2 q + {0, 1}
+    float psum = 0.0f;
 #pragma unroll
-    for (int h = 0; h < HBP; ++h) {
-      acc[h][0] *= alpha_s[h];
-      acc[h][1] *= alpha_s[h];
+    for (int nt = 0; nt < 2; ++nt) {
+      const float p0 = exp2f(sc[nt][0] - m_use), p1 = exp2f(sc[nt][1] - m_use);
+      psum += p0 + p1;
+      pb[nt] = PackHalf2(p0, p1);
     }
-    const uint8_t* vbase = st + kTile * S::kRowK + dp * 4;
-    const int tb = grp * kTpg, te = min(tb + kTpg, valid);
-#pragma unroll 4
-    for (int t = tb; t < te; ++t) {
-      const float2 v = Half2BitsToFloat2(*reinterpret_cast<const uint32_t*>(vbase + t * 2 * D));
-      const float* pt = p_s + t * HBP;
+    l_run = l_run * alpha + psum;
+    // acc columns are heads 2 q, 2 q + 1: their alphas live in lanes 8 q and 8 q + 4.
+    const float a_even = __shfl_sync(0xffffffffu, alpha, 8 * qd);
+    const float a_odd = __shfl_sync(0xffffffffu, alpha, 8 * qd + 4);
+
+    // values: m-tile m = channels 16 m .. 16 m + 15; the unit's 16 tokens are one k-step.
+    const uint8_t* vrows = st + L::kRows;
 #pragma unroll
-      for (int h = 0; h < HBP; ++h) {
-        acc[h][0] += pt[h] * v.x;
-        acc[h][1] += pt[h] * v.y;
-      }
+    for (int m = 0; m < kNs; ++m) {
+      uint32_t a[4];  // V^T fragments: matrices (tokens 0-7 | 8-15) x (channels lo | hi)
+      Ldmatrix4Trans(a, vrows + ChunkOffset<D>(8 * (lmat >> 1) + lrow, 2 * m + (lmat & 1)));
+      acc[m][0] *= a_even;
+      acc[m][1] *= a_odd;
+      acc[m][2] *= a_even;
+      acc[m][3] *= a_odd;
+      Mma16816(acc[m], a[0], a[1], a[2], a[3], pb[0], pb[1]);
     }
   }
   CpAsyncWait<0>();
-  __syncthreads();  // every thread is done with the stages: they hold the group sums now
-  float* red = reinterpret_cast<float*>(smem);  // [kGroups][HBP][D]
+  __syncthreads();  // every warp is done with its buffers: they hold the merge now
+
+  float* red = reinterpret_cast<float*>(smem);  // [kWarps][kMaxHeads][D]
+  float* wm = reinterpret_cast<float*>(smem + L::kWm);
+  float* wl = reinterpret_cast<float*>(smem + L::kWl);
+  l_run += __shfl_xor_sync(0xffffffffu, l_run, 1);
+  l_run += __shfl_xor_sync(0xffffffffu, l_run, 2);
+  if (qd == 0) {
+    wm[warp * kMaxHeads + g] = m_run;
+    wl[warp * kMaxHeads + g] = l_run;
+  }
 #pragma unroll
-  for (int h = 0; h < HBP; ++h) {
-    red[(grp * HBP + h) * D + 2 * dp] = acc[h][0];
-    red[(grp * HBP + h) * D + 2 * dp + 1] = acc[h][1];
+  for (int m = 0; m < kNs; ++m) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int h = 2 * qd + j;
+        if (h < hb) red[(warp * kMaxHeads + h) * D + 16 * m + g + 8 * r] = acc[m][2 * r + j];
+      }
+    }
   }
   __syncthreads();
-  for (int i = tid; i < hb * D; i += kThreads) {
-    const int h = i / D, d = i % D;
-    float s = 0.0f;
+  for (int idx = tid; idx < hb * D; idx += kThreads) {
+    const int h = idx / D, d = idx % D;
+    float mmax = -INFINITY;
 #pragma unroll
-    for (int g = 0; g < S::kGroups; ++g) s += red[(g * HBP + h) * D + d];
-    PartialAcc(p, b, h0 + h, split)[d] = s;
+    for (int w = 0; w < kWarps; ++w) mmax = fmaxf(mmax, wm[w * kMaxHeads + h]);
+    float o = 0.0f, l = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float mw = wm[w * kMaxHeads + h];
+      const float f = mw == -INFINITY ? 0.0f : exp2f(mw - mmax);
+      o += f * red[(w * kMaxHeads + h) * D + d];
+      l += f * wl[w * kMaxHeads + h];
+    }
+    PartialAcc(p, b, h0 + h, split)[d] = o;
+    if (d == 0) *PartialMl(p, b, h0 + h, split) = make_float2(mmax * 0.6931471805599453f, l);
   }
-  if (tid < hb) {
-    *PartialMl(p, b, h0 + tid, split) = make_float2(m_s[tid] * 0.6931471805599453f, l_s[tid]);
-  }
-}
-
-template <int D, int HBP, int kStages, int kMinBlocks>
-std::string LaunchStaged(const DecodeAttentionParams& p, int hb, int num_splits,
-                         cudaStream_t stream) {
-  constexpr int kBytes = StagedSmem<D, HBP, kStages>::kBytes;
-  static bool configured = false;
-  if (!configured) {
-    VQ_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
-        Fp16StagedDecodeKernel<D, HBP, kStages, kMinBlocks>,
-        cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes));
-    configured = true;
-  }
-  const int group = p.num_heads / p.num_kv_heads;
-  dim3 grid(num_splits + 1, p.num_kv_heads * (group / hb), p.batch);
-  Fp16StagedDecodeKernel<D, HBP, kStages, kMinBlocks>
-      <<<grid, kThreads, kBytes, stream>>>(p, hb, num_splits);
-  VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
-  return "";
-}
-
-// 3 stages, 2 blocks per sm (2 stages with 3 blocks per sm measured no faster: runF3).
-template <int D, int HBP>
-std::string LaunchForHeads(const DecodeAttentionParams& p, int hb, int num_splits,
-                           cudaStream_t stream) {
-  return LaunchStaged<D, HBP, 3, 2>(p, hb, num_splits, stream);
 }
 
 template <int D>
-std::string LaunchForDim(const DecodeAttentionParams& p, int hb, int num_splits,
-                         cudaStream_t stream) {
-  if (hb <= 1) return LaunchForHeads<D, 1>(p, hb, num_splits, stream);
-  if (hb <= 2) return LaunchForHeads<D, 2>(p, hb, num_splits, stream);
-  if (hb <= 4) return LaunchForHeads<D, 4>(p, hb, num_splits, stream);
-  return LaunchForHeads<D, 8>(p, hb, num_splits, stream);
+__global__ void __launch_bounds__(kThreads, Fp16StagedBlocksPerSm(D))
+    Fp16StagedDecodeKernel(const DecodeAttentionParams p, int hb, int num_splits) {
+  extern __shared__ float4 fp16_staged_smem4[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>(fp16_staged_smem4);
+  const int split = blockIdx.x, b = blockIdx.z;
+  int kvh, h0, t0, t1;
+  BlockHeads(p, hb, &kvh, &h0);
+  SplitRange(p.coded_lens[b], num_splits, split, &t0, &t1);
+  if (t0 < t1) {
+    AttendUnits<D>(p, hb, b, kvh, h0, split, t0, t1, smem);
+  } else {
+    WriteEmptyPartial(p, b, h0, hb, split);
+  }
+  if (split == num_splits - 1) {
+    __syncthreads();  // the merge is done with the shared memory
+    float* f = reinterpret_cast<float*>(smem);
+    if (hb <= 4) {
+      BlockResidual<D, kThreads>(p, b, kvh, h0, hb, num_splits, f);
+    } else {
+      ResidualPartial<D, kMaxHeads, kThreads>(p, b, kvh, h0, hb, num_splits, f);
+    }
+  }
+}
+
+template <int D>
+std::string LaunchFor(const DecodeAttentionParams& p, int hb, int num_splits, cudaStream_t stream) {
+  constexpr int kBytes = Layout<D>::kBytes;
+  static bool configured = false;
+  if (!configured) {
+    VQ_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
+        Fp16StagedDecodeKernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes));
+    configured = true;
+  }
+  const int group = p.num_heads / p.num_kv_heads;
+  dim3 grid(num_splits, p.num_kv_heads * (group / hb), p.batch);
+  Fp16StagedDecodeKernel<D><<<grid, kThreads, kBytes, stream>>>(p, hb, num_splits);
+  VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  return "";
 }
 
 }  // namespace
@@ -250,8 +280,8 @@ std::string LaunchFp16StagedDecode(const DecodeAttentionParams& p, int hb, int n
                                    cudaStream_t stream) {
   if (hb > kFp16StagedMaxHeads) return "fp16 staged decode: at most 8 query heads per block";
   if (p.page_tokens != 32) return "fp16 staged decode: pages of 32 tokens";
-  if (p.head_dim == 64) return LaunchForDim<64>(p, hb, num_splits, stream);
-  if (p.head_dim == 128) return LaunchForDim<128>(p, hb, num_splits, stream);
+  if (p.head_dim == 64) return LaunchFor<64>(p, hb, num_splits, stream);
+  if (p.head_dim == 128) return LaunchFor<128>(p, hb, num_splits, stream);
   return "fp16 staged decode: head_dim 64 or 128";
 }
 

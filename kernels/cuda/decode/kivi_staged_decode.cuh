@@ -94,13 +94,6 @@ __device__ __forceinline__ int ValueSwizzle(int t) {
 
 __device__ __forceinline__ __half2 AsHalf2(uint32_t x) { return *reinterpret_cast<__half2*>(&x); }
 __device__ __forceinline__ uint32_t AsU32(__half2 h) { return *reinterpret_cast<uint32_t*>(&h); }
-// (x, y) = hi + lo with hi, lo fp16 pairs.
-__device__ __forceinline__ void SplitHalf2(float x, float y, uint32_t* hi, uint32_t* lo) {
-  const __half2 h = __floats2half2_rn(x, y);
-  const float2 f = __half22float2(h);
-  *hi = AsU32(h);
-  *lo = PackHalf2(x - f.x, y - f.y);
-}
 // two biased codes (1024 + c in each fp16 half) -> c * scale + min, per half.
 __device__ __forceinline__ uint32_t Dequant(uint32_t biased, uint32_t scale, uint32_t mn) {
   const __half2 c = __hsub2(AsHalf2(biased), AsHalf2(0x64006400u));
