@@ -40,7 +40,7 @@ struct Case {
 // shapes of the default model (576 columns: 18 of the kernels' 32-element vectors, not whole
 // groups of 4 for the tensor-core pass; 1536) and the 8b (4096 columns is 128 vectors, one a
 // thread of the integer gemv; 14336 is 448, 3.5 a thread), rows not a multiple of the
-// gemv's 8 or the tensor-core pass's 32 rows a block, batches across the column templates
+// gemv's 8 or the tensor-core pass's 16 / 32 rows a block, batches across the column templates
 // (integers up to 2, tensor cores 3..16) and the passes of 16; AllCases adds every batch 1..16 of
 // every format.
 const Case kCases[] = {
@@ -54,6 +54,8 @@ const Case kCases[] = {
     {GgmlType::kQ4_K, 6, 14336, 1},  {GgmlType::kQ6_K, 5, 14336, 3},  {GgmlType::kQ8_0, 7, 14336, 2},
     {GgmlType::kQ4_K, 9, 14336, 5},  {GgmlType::kQ5_K, 3, 14336, 4},  {GgmlType::kQ4_0, 5, 14336, 1},
     {GgmlType::kQ6_K, 100, 1536, 12}, {GgmlType::kQ4_1, 33, 576, 9},
+    // 8192 rows and more: the tensor-core pass's 32-row blocks (16 below).
+    {GgmlType::kQ4_K, 8230, 256, 16}, {GgmlType::kQ6_K, 8200, 256, 5},
 };
 
 // kCases, then each format at every batch 1..16 (rows 5..7, 768 columns: 24 vectors, fewer

@@ -188,9 +188,12 @@ void GemvPass(const uint8_t* w, int rows, int cols, const __half* x, int64_t ldx
 }
 
 // the tensor-core pass (kBlockGemvIntColumns < n <= 16): a block of kMmaWarps warps on
-// kMmaTiles x 16 weight rows, the warps splitting the rows' columns.
+// T x 16 weight rows (T = 2, or 1 below kMmaOneTileRows rows), the warps splitting the rows'
+// columns. a row's sum is the same whatever T: T only says which rows a block takes.
 constexpr int kMmaWarps = 8;
-constexpr int kMmaTiles = 2;
+// below this many rows (the 8b's q / k / v / o / down: 1024-5120 rows, 32-160 blocks of 32 rows
+// on 132 sms) blocks of 16 rows: twice the blocks, more loads in flight an sm.
+constexpr int kMmaOneTileRows = 8192;
 
 // word i of run r's quants (RunWord) as unsigned bytes: q8_0's signed ones offset by 128.
 template <BlockFormat F>
@@ -222,7 +225,7 @@ __device__ __forceinline__ uint32_t QuantPairToHalf2(uint32_t word, uint32_t sel
 
 // y (n, ldy) (+)= x (n, ldx) · w (rows, cols)ᵀ for n <= 8 NT columns on tensor cores, the
 // weights in fp16 (each run's factors a, b and a u + b rounded), fp32 accumulation. grid: one
-// block per 16 kMmaTiles rows [r0, r0 + 16 kMmaTiles); warp w takes the vector groups G = w,
+// block per 16 kMmaTiles rows [r0, r0 + 16 kMmaTiles) (kMmaTiles = T); warp w takes the vector groups G = w,
 // w + kMmaWarps, ... (group G: vectors 4G .. 4G + 3 of each row, 128 elements). in m16n8k16
 // terms lane (g, t) = (lane / 4, lane % 4) loads vector 4G + t of rows g and g + 8 of each
 // 16-row tile (the next group's while it multiplies this one), dequantizes it in fp16 pairs
@@ -230,7 +233,7 @@ __device__ __forceinline__ uint32_t QuantPairToHalf2(uint32_t word, uint32_t sel
 // and takes the same elements of x's columns g (, g + 8) as its B fragments: the mma's k runs
 // over the 4 vectors' elements in an order that A and B share, so it sums the dot product.
 // the warps' partial tiles meet in shared memory.
-template <BlockFormat F, int NT>
+template <BlockFormat F, int NT, int kMmaTiles>
 __global__ void __launch_bounds__(kMmaWarps * 32)
     BlockMmaKernel(const uint8_t* __restrict__ w, int rows, int cols,
                    const __half* __restrict__ x, int64_t ldx, int n, float* __restrict__ y,
@@ -349,13 +352,20 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
 template <BlockFormat F>
 void MmaPass(const uint8_t* w, int rows, int cols, const __half* x, int64_t ldx, int n,
              float* y, int64_t ldy, bool accumulate, cudaStream_t stream) {
-  const int grid = (rows + 16 * kMmaTiles - 1) / (16 * kMmaTiles);
-  if (n <= 8) {
-    LaunchAfterPrevious(BlockMmaKernel<F, 1>, dim3(grid), dim3(kMmaWarps * 32), 0, stream, w,
-                        rows, cols, x, ldx, n, y, ldy, accumulate);
+  const int tiles = rows < kMmaOneTileRows ? 1 : 2;
+  const dim3 grid((rows + 16 * tiles - 1) / (16 * tiles)), block(kMmaWarps * 32);
+  if (tiles == 1 && n <= 8) {
+    LaunchAfterPrevious(BlockMmaKernel<F, 1, 1>, grid, block, 0, stream, w, rows, cols, x, ldx,
+                        n, y, ldy, accumulate);
+  } else if (tiles == 1) {
+    LaunchAfterPrevious(BlockMmaKernel<F, 2, 1>, grid, block, 0, stream, w, rows, cols, x, ldx,
+                        n, y, ldy, accumulate);
+  } else if (n <= 8) {
+    LaunchAfterPrevious(BlockMmaKernel<F, 1, 2>, grid, block, 0, stream, w, rows, cols, x, ldx,
+                        n, y, ldy, accumulate);
   } else {
-    LaunchAfterPrevious(BlockMmaKernel<F, 2>, dim3(grid), dim3(kMmaWarps * 32), 0, stream, w,
-                        rows, cols, x, ldx, n, y, ldy, accumulate);
+    LaunchAfterPrevious(BlockMmaKernel<F, 2, 2>, grid, block, 0, stream, w, rows, cols, x, ldx,
+                        n, y, ldy, accumulate);
   }
 }
 
