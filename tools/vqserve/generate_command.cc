@@ -27,7 +27,8 @@ constexpr char kUsage[] =
     "         [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--repetition-penalty R]\n"
     "         [--seed S] [--threads N] [--fp32] [--device cpu|cuda]\n"
     "         [--kv-codec C (default fp16) --codebooks FILE.vqcb] [--kv-sink-tokens N (32)]\n"
-    "         [--gpu-weights fp16|blocks (cuda: gguf blocks dequantized at load or kept)]\n";
+    "         [--gpu-weights blocks|fp16 (cuda: gguf blocks kept, the default, or dequantized\n"
+    "           at load)]\n";
 
 struct GenerateFlags {
   std::string model = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
@@ -47,7 +48,7 @@ struct GenerateFlags {
 // parses argv into flags; false (after printing why) on a bad flag.
 bool ParseFlags(int argc, char** argv, GenerateFlags* f) {
   bool have_prompt = false;
-  std::string gpu_weights = "fp16";
+  std::string gpu_weights;  // empty: blocks on cuda (ParseGpuWeights)
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&](const char** out) {

@@ -38,13 +38,13 @@ constexpr char kUsage[] =
     "         [--max-streams-per-client N (0: no bound; the client is its api key, else its\n"
     "           address)] [--max-request-seconds S (0: none)] [--max-request-bytes BYTES]\n"
     "         [--no-prefix-cache] [--prefix-checkpoint-tokens N (default 1024)]\n"
-    "         [--gpu-weights fp16|blocks (cuda: quantized tensors dequantized to fp16 at load,\n"
-    "           the default, or kept in their gguf blocks)]\n";
+    "         [--gpu-weights blocks|fp16 (cuda: quantized tensors kept in their gguf blocks,\n"
+    "           the default, or dequantized to fp16 at load)]\n";
 
 struct ServeFlags {
   std::string model;
   std::string device = "cpu";
-  std::string gpu_weights = "fp16";
+  std::string gpu_weights;  // empty: blocks on cuda (ParseGpuWeights)
   std::string host = "0.0.0.0";
   int port = 50051;
   int metrics_port = 9464;
