@@ -25,21 +25,18 @@ __device__ __forceinline__ void SplitHalf2(float x, float y, uint32_t* hi, uint3
 }
 
 // r[j] = the fragment of 8 x 8 fp16 matrix j (rows at the addresses lanes 8 j .. 8 j + 7 give)
-// that lane (g = lane / 4, q = lane % 4) holds: row g, columns 2 q, 2 q + 1.
+// that lane (g = lane / 4, q = lane % 4) holds: row g, columns 2 q, 2 q + 1; kTrans: each
+// matrix transposed, rows 2 q, 2 q + 1 of column g.
+template <bool kTrans = false>
 __device__ __forceinline__ void Ldmatrix4(uint32_t* r, const void* smem_row) {
   const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(smem_row));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(a)
-               : "memory");
-}
-// as Ldmatrix4, each matrix transposed: lane holds rows 2 q, 2 q + 1 of column g.
-__device__ __forceinline__ void Ldmatrix4Trans(uint32_t* r, const void* smem_row) {
-  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(smem_row));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(a)
-               : "memory");
+  if constexpr (kTrans) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
+  } else {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
+  }
 }
 
 // c (16 x 8 fp32) += a (16 x 16 fp16, row) . b (16 x 8 fp16, col).

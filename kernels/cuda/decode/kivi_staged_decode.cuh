@@ -36,6 +36,7 @@
 #include "kernels/cuda/common/dense_attention.cuh"
 #include "kernels/cuda/decode/kivi_staged_decode.h"
 #include "kernels/cuda/common/mma_ops.cuh"
+#include "kernels/cuda/decode/warp_flash_state.cuh"
 
 namespace vqserve::cuda {
 namespace kivi_staged {
@@ -59,10 +60,8 @@ struct Layout {
   static constexpr int kStageBytes = kWarps * kStages * kPageBytes;
   static constexpr int kQ = kStageBytes;
   static constexpr int kBytes = kQ + kQFragBytes;
-  // the merge reuses the stages: red [kWarps][kMaxHeads][D], wm / wl [kWarps][kMaxHeads] fp32.
-  static constexpr int kWm = kWarps * kMaxHeads * D * 4, kWl = kWm + kWarps * kMaxHeads * 4;
   static_assert(kStages >= 2, "two page buffers per warp");
-  static_assert(kWl + kWarps * kMaxHeads * 4 <= kStageBytes, "merge fits the stages");
+  static_assert(WarpMergeBytes<D, kWarps, kMaxHeads>() <= kStageBytes, "merge fits the stages");
   static_assert(DenseSmem<D, kMaxHeads, kThreads>::kFloats * 4 <= kBytes, "ring fits");
   static_assert(BlockResidualFloats<D, kThreads>() * 4 <= kBytes, "block ring fits");
   static_assert(kHdr % 16 == 0 && kVRow % 16 == 0 && kPageBytes % 16 == 0, "16-byte chunks");
@@ -270,35 +269,10 @@ __global__ void __launch_bounds__(kThreads, kKiviStagedBlocksPerSm)
     }
 
     // online softmax of head g (lanes 4 g .. 4 g + 3 hold its 32 tokens).
-    float mx = -INFINITY;
-#pragma unroll
-    for (int nt = 0; nt < 4; ++nt) {
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const int t = TileToken<B>(nt, 2 * qd) + j;
-        const float v = sc[nt][j] + sc[nt][j + 2];
-        sc[nt][j] = g < hb && t < valid ? v : -INFINITY;
-        mx = fmaxf(mx, sc[nt][j]);
-      }
-    }
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    const float m_new = fmaxf(m_run, mx);
-    const float m_use = m_new == -INFINITY ? 0.0f : m_new;
-    const float alpha = exp2f(m_run - m_use);
-    m_run = m_new;
     uint32_t pb[4];  // P fragments: head g, tokens TileToken(nt, 2 q + {0, 1})
-    float psum = 0.0f;
-#pragma unroll
-    for (int nt = 0; nt < 4; ++nt) {
-      const float p0 = exp2f(sc[nt][0] - m_use), p1 = exp2f(sc[nt][1] - m_use);
-      psum += p0 + p1;
-      pb[nt] = PackHalf2(p0, p1);
-    }
-    l_run = l_run * alpha + psum;
-    // acc columns are heads 2 q, 2 q + 1: their alphas live in lanes 8 q and 8 q + 4.
-    const float a_even = __shfl_sync(0xffffffffu, alpha, 8 * qd);
-    const float a_odd = __shfl_sync(0xffffffffu, alpha, 8 * qd + 4);
+    float a_even, a_odd;
+    const auto token = [&](int nt, int j) { return TileToken<B>(nt, 2 * qd) + j; };
+    WarpSoftmaxStep(sc, hb, valid, token, &m_run, &l_run, pb, &a_even, &a_odd);
 #pragma unroll
     for (int m = 0; m < kNs; ++m) {
       acc[m][0] *= a_even;
@@ -371,44 +345,9 @@ __global__ void __launch_bounds__(kThreads, kKiviStagedBlocksPerSm)
   CpAsyncWait<0>();
   __syncthreads();  // every warp is done with its buffers: they hold the merge now
 
-  float* red = reinterpret_cast<float*>(smem);  // [kWarps][kMaxHeads][D]
-  float* wm = reinterpret_cast<float*>(smem + L::kWm);
-  float* wl = reinterpret_cast<float*>(smem + L::kWl);
-  l_run += __shfl_xor_sync(0xffffffffu, l_run, 1);
-  l_run += __shfl_xor_sync(0xffffffffu, l_run, 2);
-  if (qd == 0) {
-    wm[warp * kMaxHeads + g] = m_run;
-    wl[warp * kMaxHeads + g] = l_run;
-  }
-#pragma unroll
-  for (int m = 0; m < kNs; ++m) {
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int ch = ValueChannel<D, B>(m, g, r);
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const int h = 2 * qd + j;
-        if (h < hb) red[(warp * kMaxHeads + h) * D + ch] = acc[m][2 * r + j];
-      }
-    }
-  }
-  __syncthreads();
-  for (int idx = tid; idx < hb * D; idx += kThreads) {
-    const int h = idx / D, d = idx % D;
-    float mmax = -INFINITY;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) mmax = fmaxf(mmax, wm[w * kMaxHeads + h]);
-    float o = 0.0f, l = 0.0f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      const float mw = wm[w * kMaxHeads + h];
-      const float f = mw == -INFINITY ? 0.0f : exp2f(mw - mmax);
-      o += f * red[(w * kMaxHeads + h) * D + d];
-      l += f * wl[w * kMaxHeads + h];
-    }
-    PartialAcc(p, b, h0 + h, split)[d] = o;
-    if (d == 0) *PartialMl(p, b, h0 + h, split) = make_float2(mmax * 0.6931471805599453f, l);
-  }
+  MergeWarpPartials<D, kWarps, kMaxHeads>(
+      p, b, h0, hb, split, m_run, l_run, acc, smem,
+      [](int m, int g, int r) { return ValueChannel<D, B>(m, g, r); });
 }
 
 }  // namespace kivi_staged
