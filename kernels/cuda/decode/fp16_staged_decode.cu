@@ -5,9 +5,9 @@
 // one kv head per block; the last split's block (the shortest) then folds the fp16 residual
 // ring and the sink into slot `splits` (BlockResidual for hb <= 4, else ResidualPartial): one
 // block an sm at head_dim 128, so a ring block column of its own would take a second wave at
-// 16 x 128 (batch x kv heads) blocks. in a split, warp w takes the 16-token
-// units w, w + 8, ... (half a 32-token page each) and streams each unit's k rows (16, D) and v
-// rows (16, D) of its kv head through kStages private shared-memory buffers (cp.async,
+// 16 x 8 (batch x kv heads) blocks. in a split, warp w takes the 16-token units w, w + 8, ...
+// (half a 32-token page each) and streams each unit's k rows (16, D) and v rows (16, D) of its
+// kv head through kStages private shared-memory buffers (cp.async,
 // __syncwarp only; 16-byte chunk c of row r stored at c ^ (r % 8), so that ldmatrix's 8 rows
 // hit distinct banks). per unit, with lane = (g = lane / 4, q = lane % 4) and fragments of
 // mma.m16n8k16 (f16 in, f32 accumulate):
@@ -55,8 +55,6 @@ __device__ __forceinline__ int ChunkOffset(int r, int c) {
   return r * 2 * D + ((c ^ (r & 7)) << 4);
 }
 
-// q (batch, num_heads, D) fp32; pages per docs/kv_formats.md "fp16"; ring / sink fp16; writes
-// workspace partials (batch, num_heads, splits + 1, D + 2).
 // the partial of coded tokens [t0, t1) (t0 < t1, t0 % 128 == 0) of sequence b, query heads
 // h0 .. h0 + hb - 1 of kv head kvh, into workspace slot `split`; smem: Layout<D>::kBytes.
 template <int D>
@@ -172,6 +170,8 @@ __device__ __forceinline__ void AttendUnits(const DecodeAttentionParams& p, int 
                                           [](int m, int g, int r) { return 16 * m + g + 8 * r; });
 }
 
+// q (batch, num_heads, D) fp32; pages per docs/kv_formats.md "fp16"; ring / sink fp16; writes
+// workspace partials (batch, num_heads, splits + 1, D + 2).
 template <int D>
 __global__ void __launch_bounds__(kThreads, Fp16StagedBlocksPerSm(D))
     Fp16StagedDecodeKernel(const DecodeAttentionParams p, int hb, int num_splits) {

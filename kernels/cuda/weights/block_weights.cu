@@ -225,7 +225,7 @@ __device__ __forceinline__ uint32_t QuantPairToHalf2(uint32_t word, uint32_t sel
 
 // y (n, ldy) (+)= x (n, ldx) · w (rows, cols)ᵀ for n <= 8 NT columns on tensor cores, the
 // weights in fp16 (each run's factors a, b and a u + b rounded), fp32 accumulation. grid: one
-// block per 16 kMmaTiles rows [r0, r0 + 16 kMmaTiles) (kMmaTiles = T); warp w takes the vector groups G = w,
+// block per 16 kMmaTiles rows [r0, r0 + 16 kMmaTiles); warp w takes the vector groups G = w,
 // w + kMmaWarps, ... (group G: vectors 4G .. 4G + 3 of each row, 128 elements). in m16n8k16
 // terms lane (g, t) = (lane / 4, lane % 4) loads vector 4G + t of rows g and g + 8 of each
 // 16-row tile (the next group's while it multiplies this one), dequantizes it in fp16 pairs
@@ -354,18 +354,14 @@ void MmaPass(const uint8_t* w, int rows, int cols, const __half* x, int64_t ldx,
              float* y, int64_t ldy, bool accumulate, cudaStream_t stream) {
   const int tiles = rows < kMmaOneTileRows ? 1 : 2;
   const dim3 grid((rows + 16 * tiles - 1) / (16 * tiles)), block(kMmaWarps * 32);
-  if (tiles == 1 && n <= 8) {
-    LaunchAfterPrevious(BlockMmaKernel<F, 1, 1>, grid, block, 0, stream, w, rows, cols, x, ldx,
-                        n, y, ldy, accumulate);
-  } else if (tiles == 1) {
-    LaunchAfterPrevious(BlockMmaKernel<F, 2, 1>, grid, block, 0, stream, w, rows, cols, x, ldx,
-                        n, y, ldy, accumulate);
-  } else if (n <= 8) {
-    LaunchAfterPrevious(BlockMmaKernel<F, 1, 2>, grid, block, 0, stream, w, rows, cols, x, ldx,
-                        n, y, ldy, accumulate);
+  const auto launch = [&](auto kernel) {
+    LaunchAfterPrevious(kernel, grid, block, 0, stream, w, rows, cols, x, ldx, n, y, ldy,
+                        accumulate);
+  };
+  if (tiles == 1) {
+    n <= 8 ? launch(BlockMmaKernel<F, 1, 1>) : launch(BlockMmaKernel<F, 2, 1>);
   } else {
-    LaunchAfterPrevious(BlockMmaKernel<F, 2, 2>, grid, block, 0, stream, w, rows, cols, x, ldx,
-                        n, y, ldy, accumulate);
+    n <= 8 ? launch(BlockMmaKernel<F, 1, 2>) : launch(BlockMmaKernel<F, 2, 2>);
   }
 }
 
