@@ -2,7 +2,8 @@
 # ctest `load_script_small` (label load): bench/load/h200_load.sh, the script of the H200 load
 # run beside llama-server, from the checkout on the cpu at the tiny random shape (vqserve's cells
 # only: SKIP_LLAMA=1, building llama.cpp takes too long here): it writes the GGUF, calibrates
-# vecinfer-k2v2 on it, serves it with the prefix cache on and off, runs its time-bounded cells
+# vecinfer-k2v2 on it, serves it with the prefix cache on and off, then on again for the fp16
+# cells (FP16=1: a restarted server's cells start once it serves), runs its time-bounded cells
 # and prints the table; the test passes when every cell ran with 0 failed requests and every
 # page was free at the end. exits 77 (skipped) when a python module or the model is missing.
 #   load_script_test.sh BIN_DIR SOURCE_DIR
@@ -20,7 +21,7 @@ s=[socket.socket() for _ in range(2)]
 [x.bind(('127.0.0.1', 0)) for x in s]
 print(' '.join(str(x.getsockname()[1]) for x in s))")
 read -r grpc_port metrics_port <<< "$ports"
-env DEVICE=cpu SHAPE=tiny SKIP_LLAMA=1 VQ_BIN="$bin" PY=/usr/bin/python3 GGUF_PY=python3 \
+env DEVICE=cpu SHAPE=tiny SKIP_LLAMA=1 FP16=1 VQ_BIN="$bin" PY=/usr/bin/python3 GGUF_PY=python3 \
   TOKENIZER_GGUF="$model" CALIB_TEXT="$src/README.md" PROMPTS="256 1024" PREFIX="128 32" \
   OUT_TOKENS=8 CONC="1 4" PREFIX_CONC="2" WINDOW=4 PREFIX_WINDOW=4 CALL_BUDGET_S=600 \
   VQ_PORT="$grpc_port" VQ_METRICS="$metrics_port" WORK="$work" RESULTS="$work/results" \

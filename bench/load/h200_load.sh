@@ -195,6 +195,9 @@ start_server() {  # start_server CONFIG: vq-on | vq-off | ll-PROMPT
   [ "$SERVER" = "$cfg" ] && return 0
   stop_server
   local lg=$W/logs/server_$cfg.log
+  # a restarted server appends to its log: look for "serving" in the new lines only.
+  local seen=0
+  [ -f "$lg" ] && seen=$(wc -l < "$lg")
   if [[ $cfg == vq-* ]]; then
     local extra=()
     [ "$cfg" = vq-off ] && extra=(--no-prefix-cache)
@@ -204,11 +207,12 @@ start_server() {  # start_server CONFIG: vq-on | vq-off | ll-PROMPT
       "${extra[@]}" ${VQ_ARGS:-} >> "$lg" 2>&1 &
     SERVER_PID=$!
     for _ in $(seq 1 1500); do
-      grep -q "serving" "$lg" && break
+      tail -n +$((seen + 1)) "$lg" | grep -q "serving" && break
       kill -0 $SERVER_PID 2> /dev/null || break
       sleep 0.2
     done
-    grep -q "serving" "$lg" || { log "vqserve did not start:"; tail -20 "$lg"; return 1; }
+    tail -n +$((seen + 1)) "$lg" | grep -q "serving" ||
+      { log "vqserve did not start:"; tail -20 "$lg"; return 1; }
   else
     local p=${cfg#ll-} slot np ngl=99
     slot=$(slot_len "$p")
@@ -228,7 +232,7 @@ start_server() {  # start_server CONFIG: vq-on | vq-off | ll-PROMPT
     kill -0 $SERVER_PID 2> /dev/null || { log "llama-server did not start:"; tail -20 "$lg"; return 1; }
   fi
   SERVER=$cfg
-  log "started $cfg in $((SECONDS - t)) s: $(grep -m1 -E "serving|llama-server: -np" "$lg")"
+  log "started $cfg in $((SECONDS - t)) s: $(tail -n +$((seen + 1)) "$lg" | grep -m1 -E "serving|llama-server: -np")"
   [[ $cfg == ll-* ]] && grep -E "n_ctx_seq|llama_kv_cache: size|kv_unified" "$lg" | head -4 |
     tee -a "$W/logs/run.log"
   # one short request first (connections, first-step setup), outside the timed cells.
@@ -336,13 +340,19 @@ run() {
       return 2
     fi
     start_server "$cfg" || return 1
+    # each kind of cell its own prompts (the same on both servers and both codecs, whose
+    # prefix caches are separate): request i's ids come from --seed and i, so cells sharing a
+    # seed would find each other's prompts in a prefix cache, and a shorter prompt is the start
+    # of a longer one.
+    local seed
+    seed=$(printf '%s' "$p-$shared-$c" | cksum | cut -d' ' -f1)
     local be=(--target 127.0.0.1:$VQ_PORT --codecs "$codec" --label "vqserve ${cfg/vq-/prefix-}"
               --idle-url "http://127.0.0.1:$VQ_METRICS/metrics")
     [[ $cfg == ll-* ]] && be=(--backend http --target 127.0.0.1:$LL_PORT --label llama-server --codecs "$codec"
                               --idle-url "http://127.0.0.1:$LL_PORT/slots")
     $PIN_GEN $PY "$LG" "${be[@]}" --concurrency "$c" --duration "$win" \
       --prompt-tokens "$p" --shared-prefix-tokens "$shared" --max-tokens "$OUT_TOKENS" \
-      --id-low 1000 --id-high 30000 --no-warmup --json "$W/cells/$id.json.part" \
+      --id-low 1000 --id-high 30000 --seed "$seed" --no-warmup --json "$W/cells/$id.json.part" \
       > "$W/logs/cell_$id.log" 2>&1
     local rc=$?
     grep -E "^\| (vq|ll)" "$W/logs/cell_$id.log" | tee -a "$W/logs/run.log"
