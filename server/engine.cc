@@ -226,6 +226,7 @@ void Engine::Loop() {
       abort_all_ = false;
       stopping = stopping_;
     }
+    const int64_t loop_start_us = NowUs();
     for (auto& a : incoming) Admit(std::move(a));
     if (abort_all) {
       for (auto& [id, a] : active_) aborts.push_back(id);
@@ -255,8 +256,14 @@ void Engine::Loop() {
       PublishState();
       return;
     }
-    if (!active_.empty()) Step();
+    const bool stepped = !active_.empty() && Step();
+    const int64_t publish_start_us = NowUs();
     PublishState();
+    if (metrics_ && stepped) {
+      const int64_t end_us = NowUs();
+      metrics_->ObserveEngineStep("publish", (end_us - publish_start_us) * 1e-6);
+      metrics_->ObserveEngineStep("step", (end_us - loop_start_us) * 1e-6);
+    }
   }
 }
 
@@ -277,7 +284,8 @@ void Engine::Admit(std::unique_ptr<Active> a) {
   active_[id] = std::move(a);
 }
 
-void Engine::Step() {
+bool Engine::Step() {
+  const int64_t schedule_start_us = NowUs();
   ScheduleOutput out = scheduler_.Schedule();
   if (!out.preempted.empty() && metrics_) {
     metrics_->IncPreemptions(static_cast<int64_t>(out.preempted.size()));
@@ -286,11 +294,11 @@ void Engine::Step() {
     // nothing fits this step (should not persist); wait briefly for aborts or arrivals.
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait_for(lock, std::chrono::milliseconds(5));
-    return;
+    return false;
   }
+  const int64_t start_us = NowUs();
   // prefix hits start from a cached ring snapshot: copied in before the step writes the ring.
   for (const SlotCopy& c : out.restores) caches_[c.pool]->CopySlot(c.from, c.to);
-  const int64_t start_us = NowUs();
   std::vector<ForwardSeq> batch;
   batch.reserve(out.seqs.size());
   for (const ScheduledSeq& s : out.seqs) {
@@ -314,6 +322,7 @@ void Engine::Step() {
   logits_.clear();
   model_->Forward(batch, &logits_);
   const int vocab = model_->config().vocab_size;
+  const int64_t sample_start_us = NowUs();
 
   std::vector<int32_t> sampled_ids;
   std::vector<SampledToken> sampled;
@@ -326,6 +335,7 @@ void Engine::Step() {
     sampled.push_back(a.sampler.Sample(lg, s.seq->tokens));
     sampled_ids.push_back(sampled.back().id);
   }
+  const int64_t finish_start_us = NowUs();
   // ring snapshots for the prefix cache, before any finished sequence's slot is released.
   for (const SlotCopy& c : scheduler_.Postprocess(out, sampled_ids)) {
     caches_[c.pool]->CopySlot(c.from, c.to);
@@ -344,8 +354,15 @@ void Engine::Step() {
     HandleToken(*active_.at(s.seq->id), sampled[k++], now);
   }
   // finished requests were released by HandleToken.
+  if (metrics_) {
+    metrics_->ObserveEngineStep("schedule", (start_us - schedule_start_us) * 1e-6);
+    metrics_->ObserveEngineStep("forward", (sample_start_us - start_us) * 1e-6);
+    metrics_->ObserveEngineStep("sample", (finish_start_us - sample_start_us) * 1e-6);
+    metrics_->ObserveEngineStep("finish", (NowUs() - finish_start_us) * 1e-6);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   ++snapshot_.steps;
+  return true;
 }
 
 bool Engine::HandleToken(Active& a, const SampledToken& tok, int64_t now_us) {

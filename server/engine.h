@@ -106,7 +106,8 @@ class Engine {
   struct Active;
   void Loop();
   void Admit(std::unique_ptr<Active> a);
-  void Step();
+  // one scheduled batch through the model; false when nothing could be scheduled.
+  bool Step();
   // handles one sampled token; returns true when the request finished.
   bool HandleToken(Active& a, const SampledToken& tok, int64_t now_us);
   // ends a request: its final message, or `failure` as the call's status when not ok.

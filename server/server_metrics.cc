@@ -17,6 +17,12 @@ std::vector<double> RequestBuckets() {
           30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0};
 }
 
+// engine phases: from 50 us (sampling a small vocabulary) to seconds (a long prefill chunk).
+std::vector<double> EngineStepBuckets() {
+  return {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.0075, 0.01,
+          0.015,   0.02,   0.03,    0.05,   0.075, 0.1,    0.25,  0.5,    1.0,  2.5};
+}
+
 }  // namespace
 
 ServerMetrics::ServerMetrics(MetricsRegistry& r) {
@@ -69,6 +75,11 @@ ServerMetrics::ServerMetrics(MetricsRegistry& r) {
   queue_time_ = &r.AddHistogram(p + "request_queue_time_seconds",
                                 "Time a request waited before it was first scheduled.",
                                 RequestBuckets());
+  engine_step_ = &r.AddHistogram(
+      p + "engine_step_seconds",
+      "Time of the engine loop's phases (schedule, forward, sample, finish, publish) and of a "
+      "whole step.",
+      EngineStepBuckets(), {"phase"});
   prompt_tokens_ = &r.AddCounter(p + "prompt_tokens_total", "Prompt tokens processed.");
   generation_tokens_ = &r.AddCounter(p + "generation_tokens_total", "Tokens generated.");
   preemptions_ = &r.AddCounter(p + "num_preemptions_total",
@@ -86,6 +97,7 @@ ServerMetrics::ServerMetrics(MetricsRegistry& r) {
   itl_->Get();
   e2e_->Get();
   queue_time_->Get();
+  for (std::string_view phase : kEngineStepPhases) engine_step_->WithLabels({std::string(phase)});
   prompt_tokens_->Get();
   generation_tokens_->Get();
   preemptions_->Get();
@@ -154,6 +166,9 @@ void ServerMetrics::ObserveTtft(double seconds) { ttft_->Get().Observe(seconds);
 void ServerMetrics::ObserveInterToken(double seconds) { itl_->Get().Observe(seconds); }
 void ServerMetrics::ObserveE2e(double seconds) { e2e_->Get().Observe(seconds); }
 void ServerMetrics::ObserveQueueTime(double seconds) { queue_time_->Get().Observe(seconds); }
+void ServerMetrics::ObserveEngineStep(std::string_view phase, double seconds) {
+  engine_step_->WithLabels({std::string(phase)}).Observe(seconds);
+}
 
 void ServerMetrics::AddPromptTokens(int64_t n) {
   prompt_tokens_->Get().Inc(static_cast<double>(n));

@@ -23,6 +23,13 @@ struct KvCodecState {
   double memory_bytes = 0;         // bytes of the shared kv memory lent to this codec
 };
 
+// the phases of an engine step: schedule (the scheduler's batch), forward (the model, the
+// logits copied to the host), sample, finish (the scheduler's bookkeeping, ring snapshots,
+// tokens handed to the streams), publish (kv and queue state for metrics and ModelInfo), and
+// step (the whole loop iteration, arrivals and aborts included).
+inline constexpr std::string_view kEngineStepPhases[] = {"schedule", "forward", "sample",
+                                                          "finish",   "publish", "step"};
+
 class ServerMetrics {
  public:
   // registers every family in `registry` (which must outlive this object).
@@ -54,6 +61,8 @@ class ServerMetrics {
   void ObserveInterToken(double seconds);    // between consecutive tokens of one request
   void ObserveE2e(double seconds);           // submit -> final message
   void ObserveQueueTime(double seconds);     // submit -> first scheduled
+  // --- engine: where a step's time goes (seconds, by phase: kEngineStepPhases) ---
+  void ObserveEngineStep(std::string_view phase, double seconds);
 
   // --- token counters ---
   void AddPromptTokens(int64_t n);
@@ -85,6 +94,7 @@ class ServerMetrics {
   Family<Histogram>& inter_token_latency_seconds() { return *itl_; }
   Family<Histogram>& e2e_request_latency_seconds() { return *e2e_; }
   Family<Histogram>& request_queue_time_seconds() { return *queue_time_; }
+  Family<Histogram>& engine_step_seconds() { return *engine_step_; }
   Family<Counter>& prompt_tokens_total() { return *prompt_tokens_; }
   Family<Counter>& generation_tokens_total() { return *generation_tokens_; }
   Family<Counter>& num_preemptions_total() { return *preemptions_; }
@@ -111,6 +121,7 @@ class ServerMetrics {
   Family<Histogram>* itl_;
   Family<Histogram>* e2e_;
   Family<Histogram>* queue_time_;
+  Family<Histogram>* engine_step_;
   Family<Counter>* prompt_tokens_;
   Family<Counter>* generation_tokens_;
   Family<Counter>* preemptions_;

@@ -27,7 +27,8 @@ const char* kFamilies[] = {
     "inter_token_latency_seconds", "e2e_request_latency_seconds", "request_queue_time_seconds",
     "prompt_tokens_total", "generation_tokens_total", "num_preemptions_total",
     "request_success_total", "request_errors_total", "kv_memory_bytes", "kv_memory_used_bytes",
-    "prefix_cache_hits_total", "prefix_cache_queries_total", "prefix_cache_bytes"};
+    "prefix_cache_hits_total", "prefix_cache_queries_total", "prefix_cache_bytes",
+    "engine_step_seconds"};
 
 std::string WriteTemp(const std::string& name, const std::string& text) {
   std::filesystem::path p = std::filesystem::temp_directory_path() /

@@ -230,6 +230,7 @@ TEST(ServerMetricsTest, EventsLandInTheirSeries) {
   m.ObserveInterToken(0.012);
   m.ObserveE2e(1.2);
   m.ObserveQueueTime(0.2);
+  m.ObserveEngineStep("forward", 0.006);
   std::string text = r.Render();
   EXPECT_TRUE(HasLine(text,
       "vqserve:cache_config_info{page_size=\"32\",codec=\"commvq-1b\",residual=\"128\"} 1"));
@@ -246,6 +247,9 @@ TEST(ServerMetricsTest, EventsLandInTheirSeries) {
   EXPECT_TRUE(HasLine(text, "vqserve:inter_token_latency_seconds_count 1"));
   EXPECT_TRUE(HasLine(text, "vqserve:e2e_request_latency_seconds_sum 1.2"));
   EXPECT_TRUE(HasLine(text, "vqserve:request_queue_time_seconds_bucket{le=\"0.3\"} 1"));
+  EXPECT_TRUE(HasLine(text, "vqserve:engine_step_seconds_bucket{phase=\"forward\",le=\"0.0075\"} 1"));
+  EXPECT_TRUE(HasLine(text, "vqserve:engine_step_seconds_bucket{phase=\"forward\",le=\"0.005\"} 0"));
+  EXPECT_TRUE(HasLine(text, "vqserve:engine_step_seconds_count{phase=\"sample\"} 0"));
 }
 
 TEST(ServerMetricsTest, ZeroValuedSeriesExistBeforeAnyEvent) {
@@ -255,6 +259,11 @@ TEST(ServerMetricsTest, ZeroValuedSeriesExistBeforeAnyEvent) {
   EXPECT_TRUE(HasLine(text, "vqserve:num_requests_waiting 0"));
   EXPECT_TRUE(HasLine(text, "vqserve:prompt_tokens_total 0"));
   EXPECT_TRUE(HasLine(text, "vqserve:time_to_first_token_seconds_count 0"));
+  for (std::string_view phase : kEngineStepPhases) {
+    EXPECT_TRUE(HasLine(text, "vqserve:engine_step_seconds_count{phase=\"" + std::string(phase) +
+                                  "\"} 0"))
+        << phase;
+  }
 }
 
 }  // namespace

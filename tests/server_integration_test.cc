@@ -135,6 +135,29 @@ TEST_F(ServerIntegrationTest, UsageKvBytesCountsTheRequestsTokens) {
   EXPECT_TRUE(server.WaitAllFree());
 }
 
+// vqserve:engine_step_seconds: every step that ran the model observes each phase once, and the
+// phases lie within the whole step.
+TEST_F(ServerIntegrationTest, EngineStepPhasesAreObservedOncePerStep) {
+  TestServer server(TestServerConfig{});
+  auto stub = server.Stub();
+  StreamResult r = RunGenerate(stub.get(), GreedyRequest(Prompt(3), 8, "fp16"));
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_TRUE(server.WaitAllFree());
+  Family<Histogram>& f = server.metrics().engine_step_seconds();
+  const Histogram::Snapshot step = f.WithLabels({"step"}).Snap();
+  // one prefill step at least, then a step per further token.
+  EXPECT_GE(step.count, 8u);
+  double phases = 0.0;
+  for (const char* phase : {"schedule", "forward", "sample", "finish", "publish"}) {
+    const Histogram::Snapshot s = f.WithLabels({phase}).Snap();
+    EXPECT_EQ(s.count, step.count) << phase;
+    EXPECT_GE(s.sum, 0.0) << phase;
+    phases += s.sum;
+  }
+  EXPECT_GT(f.WithLabels({"forward"}).Snap().sum, 0.0);
+  EXPECT_LE(phases, step.sum * 1.0001 + 1e-6);
+}
+
 TEST_F(ServerIntegrationTest, DeadlineAbortsAndFreesPages) {
   TestServer server(TestServerConfig{});
   auto stub = server.Stub();

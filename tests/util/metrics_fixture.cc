@@ -32,6 +32,7 @@ void PopulateAllMetrics(ServerMetrics& m) {
   for (double s : {0.008, 0.011, 0.02, 0.09}) m.ObserveInterToken(s);
   for (double s : {0.7, 2.2}) m.ObserveE2e(s);
   for (double s : {0.0, 0.15}) m.ObserveQueueTime(s);
+  for (std::string_view phase : kEngineStepPhases) m.ObserveEngineStep(phase, 0.004);
   for (const char* r : {"length", "stop", "eos", "abort"}) m.IncSuccess(r);
   for (const char* c : {"INVALID_ARGUMENT", "RESOURCE_EXHAUSTED", "UNAUTHENTICATED"}) {
     m.IncError(c);
