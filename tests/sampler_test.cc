@@ -56,6 +56,30 @@ TEST(SamplerTest, GreedyPicksArgmaxAndReportsLogprobs) {
   }
 }
 
+// without logprobs the sampler skips the softmax: the same token, no log-probabilities; with a
+// repetition penalty the caller's logits stay as they were.
+TEST(SamplerTest, LogprobsOnlyWhenAskedAndLogitsUntouched) {
+  std::vector<float> logits = Logits(1000, 3);
+  const std::vector<float> before = logits;
+  SamplingParams with;
+  with.logprobs = 2;
+  SamplingParams without;
+  SampledToken a = Sampler(with).Sample(logits, {});
+  SampledToken b = Sampler(without).Sample(logits, {});
+  EXPECT_EQ(a.id, b.id);
+  EXPECT_LT(a.logprob, 0.0f);
+  EXPECT_EQ(a.top_logprobs.size(), 2u);
+  EXPECT_EQ(b.logprob, 0.0f);
+  EXPECT_TRUE(b.top_logprobs.empty());
+  SamplingParams penalty;
+  penalty.repetition_penalty = 5.0f;
+  const int arg = int(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  const std::vector<int32_t> history = {arg};
+  SampledToken c = Sampler(penalty).Sample(logits, history);
+  EXPECT_EQ(logits, before);
+  EXPECT_NE(c.id, arg);  // the best, positive, divided by 5 falls behind the second
+}
+
 TEST(SamplerTest, RepetitionPenaltyDividesPositiveAndMultipliesNegative) {
   std::vector<float> logits = {3.0f, 2.5f, -1.0f, -1.2f};
   SamplingParams params;

@@ -26,16 +26,20 @@ Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.se
 
 SampledToken Sampler::Sample(std::span<const float> logits, std::span<const int32_t> history) {
   const int n = static_cast<int>(logits.size());
-  std::vector<float> x(logits.begin(), logits.end());
+  // the logits as sampled: the model's, or a penalized copy.
+  std::span<const float> x = logits;
   // repetition penalty (ctrl / hf / llama.cpp): each distinct seen token once, positive logits
   // divided, negative multiplied.
   if (params_.repetition_penalty != 1.0f && params_.repetition_penalty > 0) {
+    penalized_.assign(logits.begin(), logits.end());
     std::vector<bool> seen(n, false);
     for (int32_t id : history) {
       if (id < 0 || id >= n || seen[id]) continue;
       seen[id] = true;
-      x[id] = x[id] > 0 ? x[id] / params_.repetition_penalty : x[id] * params_.repetition_penalty;
+      float& v = penalized_[id];
+      v = v > 0 ? v / params_.repetition_penalty : v * params_.repetition_penalty;
     }
+    x = penalized_;
   }
 
   SampledToken result;
@@ -109,20 +113,20 @@ SampledToken Sampler::Sample(std::span<const float> logits, std::span<const int3
     }
   }
 
-  // log-probabilities of the model's distribution (raw logits, full softmax).
+  // log-probabilities of the model's distribution (raw logits, full softmax), when asked: a
+  // pass of exp over the vocabulary, about a third of a millisecond a sequence at 128K tokens.
+  if (params_.logprobs <= 0) return result;
   const float mx = *std::max_element(logits.begin(), logits.end());
   float z = 0.0f;
   for (float v : logits) z += std::exp(v - mx);
   const float lse = mx + static_cast<float>(std::log(z));
   result.logprob = logits[result.id] - lse;
-  if (params_.logprobs > 0) {
-    const int top = std::min(params_.logprobs, n);
-    scratch_.resize(n);
-    for (int i = 0; i < n; ++i) scratch_[i] = {logits[i], i};
-    std::partial_sort(scratch_.begin(), scratch_.begin() + top, scratch_.end(), Greater());
-    for (int i = 0; i < top; ++i) {
-      result.top_logprobs.emplace_back(scratch_[i].second, scratch_[i].first - lse);
-    }
+  const int top = std::min(params_.logprobs, n);
+  scratch_.resize(n);
+  for (int i = 0; i < n; ++i) scratch_[i] = {logits[i], i};
+  std::partial_sort(scratch_.begin(), scratch_.begin() + top, scratch_.end(), Greater());
+  for (int i = 0; i < top; ++i) {
+    result.top_logprobs.emplace_back(scratch_[i].second, scratch_[i].first - lse);
   }
   return result;
 }

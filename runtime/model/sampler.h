@@ -23,8 +23,10 @@ struct SamplingParams {
 // one token and the log-probabilities that go with it.
 struct SampledToken {
   int32_t id = 0;
-  float logprob = 0.0f;                                // of the chosen token (full softmax)
-  std::vector<std::pair<int32_t, float>> top_logprobs;  // n most likely, if asked
+  // with SamplingParams::logprobs > 0 (else 0 and empty): the chosen token's log-probability
+  // (full softmax of the raw logits) and the n most likely.
+  float logprob = 0.0f;
+  std::vector<std::pair<int32_t, float>> top_logprobs;
 };
 
 // draws tokens for one sequence; the same seed and logits give the same tokens.
@@ -39,6 +41,7 @@ class Sampler {
   SamplingParams params_;
   std::mt19937_64 rng_;
   std::vector<std::pair<float, int32_t>> scratch_;
+  std::vector<float> penalized_;  // the logits after the repetition penalty
 };
 
 }  // namespace vqserve
