@@ -25,8 +25,9 @@ std::vector<float> Logits(int vocab) {
   return x;
 }
 
-void Sample(benchmark::State& state, SamplingParams params) {
-  const std::vector<float> logits = Logits(static_cast<int>(state.range(0)));
+void Sample(benchmark::State& state, SamplingParams params, float scale = 1.0f) {
+  std::vector<float> logits = Logits(static_cast<int>(state.range(0)));
+  for (float& v : logits) v *= scale;
   const std::vector<int32_t> history = {1, 2, 3, 500, 4000};
   Sampler sampler(params);
   for (auto _ : state) benchmark::DoNotOptimize(sampler.Sample(logits, history).id);
@@ -50,10 +51,19 @@ void BM_TemperatureTopP(benchmark::State& state) {
   Sample(state, p);
 }
 
+// the same logits 3x steeper: the top-p set is a few thousand tokens.
+void BM_TemperatureTopPSteep(benchmark::State& state) {
+  SamplingParams p;
+  p.temperature = 0.7f;
+  p.top_p = 0.9f;
+  Sample(state, p, 3.0f);
+}
+
 BENCHMARK(BM_Greedy)->Arg(49152)->Arg(128256)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_GreedyLogprobs)->Arg(49152)->Arg(128256)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_GreedyRepetitionPenalty)->Arg(49152)->Arg(128256)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TemperatureTopP)->Arg(49152)->Arg(128256)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TemperatureTopPSteep)->Arg(49152)->Arg(128256)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace vqserve

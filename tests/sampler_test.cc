@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -159,6 +160,63 @@ TEST(SamplerTest, TopKTopPMinPSetsAreRespected) {
     size_t expected = 0;
     for (double x : p) expected += x >= 0.2 * p[order[0]];
     EXPECT_EQ(seen.size(), expected);
+  }
+}
+
+// top-p through the sampler's growing sorted prefixes picks what a full sort picks: the same
+// token for the same seed, whether the cut falls in the first 512 candidates, the first 4096,
+// the first 32768 or past them (logits of spread sd over a 128256-token vocabulary).
+TEST(SamplerTest, TopPEqualsAFullSortWhereverTheCutFalls) {
+  const int n = 128256;
+  for (float sd : {8.0f, 2.5f, 2.0f, 0.5f, 0.05f}) {
+    std::mt19937_64 gen(7);
+    std::normal_distribution<float> dist(0.0f, sd);
+    std::vector<float> logits(n);
+    for (float& x : logits) x = dist(gen);
+    for (float top_p : {0.5f, 0.9f}) {
+      SamplingParams params;
+      params.temperature = 0.7f;
+      params.top_p = top_p;
+      params.seed = 5;
+      Sampler sampler(params);
+      // the reference: the sampler's arithmetic with one full sort.
+      std::mt19937_64 rng(params.seed);
+      const float inv_t = 1.0f / params.temperature;
+      std::vector<std::pair<float, int32_t>> c(n);
+      for (int i = 0; i < n; ++i) c[i] = {logits[i] * inv_t, i};
+      float mx = -std::numeric_limits<float>::infinity();
+      for (const auto& e : c) mx = std::max(mx, e.first);
+      double z = 0.0;
+      for (auto& e : c) z += (e.first = std::exp(e.first - mx));
+      std::sort(c.begin(), c.end(), [](const auto& a, const auto& b) {
+        return a.first > b.first || (a.first == b.first && a.second < b.second);
+      });
+      int cut = n;
+      double cum = 0.0;
+      for (int i = 0; i < n; ++i) {
+        cum += c[i].first;
+        if (cum >= top_p * z) {
+          cut = i + 1;
+          break;
+        }
+      }
+      for (int draw = 0; draw < 3; ++draw) {
+        double mass = 0.0;
+        for (int i = 0; i < cut; ++i) mass += c[i].first;
+        const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53 * mass;
+        int32_t want = c[cut - 1].second;
+        double acc = 0.0;
+        for (int i = 0; i < cut; ++i) {
+          acc += c[i].first;
+          if (u < acc) {
+            want = c[i].second;
+            break;
+          }
+        }
+        EXPECT_EQ(sampler.Sample(logits, {}).id, want)
+            << "sd " << sd << " top_p " << top_p << " cut " << cut << " draw " << draw;
+      }
+    }
   }
 }
 

@@ -7,8 +7,9 @@
 namespace vqserve {
 namespace {
 
-// candidates examined before falling back to a full sort for top-p.
-constexpr int kTopPPrefix = 512;
+// top-p sorts the most likely 512 candidates, then 4096, then 32768 (each prefix a selection
+// of the rest, then a sort of it), until one reaches top_p; only then the whole vocabulary.
+constexpr int kTopPPrefixes[] = {512, 4096, 32768};
 
 // a uniform double in [0, 1) from 53 random bits (the same on every platform).
 double Uniform(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
@@ -80,14 +81,19 @@ SampledToken Sampler::Sample(std::span<const float> logits, std::span<const int3
       };
       int cut = kept;
       bool found = false;
-      if (!sorted && kept > kTopPPrefix) {
-        std::nth_element(scratch_.begin(), scratch_.begin() + kTopPPrefix,
-                         scratch_.begin() + kept, Greater());
-        std::sort(scratch_.begin(), scratch_.begin() + kTopPPrefix, Greater());
-        found = prefix_cut(kTopPPrefix, &cut);
+      int done = 0;  // scratch_[0, done): the most likely, sorted
+      if (!sorted) {
+        for (int prefix : kTopPPrefixes) {
+          if (prefix >= kept) break;
+          std::nth_element(scratch_.begin() + done, scratch_.begin() + prefix,
+                           scratch_.begin() + kept, Greater());
+          std::sort(scratch_.begin() + done, scratch_.begin() + prefix, Greater());
+          done = prefix;
+          if ((found = prefix_cut(prefix, &cut))) break;
+        }
       }
       if (!found) {
-        if (!sorted) std::sort(scratch_.begin(), scratch_.begin() + kept, Greater());
+        if (!sorted) std::sort(scratch_.begin() + done, scratch_.begin() + kept, Greater());
         if (!prefix_cut(kept, &cut)) cut = kept;
       }
       kept = cut;
