@@ -120,7 +120,8 @@ SampledToken Sampler::Sample(std::span<const float> logits, std::span<const int3
   }
 
   // log-probabilities of the model's distribution (raw logits, full softmax), when asked: a
-  // pass of exp over the vocabulary, about a third of a millisecond a sequence at 128K tokens.
+  // pass of exp and a partial sort over the vocabulary, about 0.6 ms a sequence at 128K tokens
+  // on the 2-core VM (bench/sampler_bench.cc).
   if (params_.logprobs <= 0) return result;
   const float mx = *std::max_element(logits.begin(), logits.end());
   float z = 0.0f;
