@@ -1,6 +1,7 @@
 // the host's sampling of one sequence's next token (runtime/model/sampler.h), as the engine
-// does once per sequence a step: greedy with and without the log-probabilities, and
-// temperature + top-p, over the default model's vocabulary (49152) and Llama 3's (128256).
+// does once per sequence a step: greedy with and without the log-probabilities, with a
+// repetition penalty, and temperature + top-p (flat logits and 3x steeper ones), over the
+// default model's vocabulary (49152) and Llama 3's (128256).
 // usage: build/bin/sampler_bench [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 
@@ -13,7 +14,7 @@
 namespace vqserve {
 namespace {
 
-// logits of a peaked distribution, the same for every run.
+// logits spread evenly over [-5, 5) with one at 12, the same for every run.
 std::vector<float> Logits(int vocab) {
   std::vector<float> x(vocab);
   uint64_t s = 0x9e3779b97f4a7c15ull;
