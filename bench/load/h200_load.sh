@@ -36,6 +36,8 @@
 # (default: KV_MULT=2 x the lcm of those lengths: 599040 tokens = 78517370880 bytes at the
 # defaults); vqserve gets --kv-memory KV_TOKENS x B_TOKEN, shared by its codecs.
 # ONLY="PATTERN..." runs only the cells whose ids match (`h200_load.sh cells` lists the ids).
+# with 8 or more cores the server runs on cores SERVER_CPUS (default 0,1), the load generator on
+# 2,3 and the llama.cpp build on the rest; each vqserve cell leaves logs/metrics_after_ID.txt.
 # knobs for a CPU dry run: SHAPE=tiny DEVICE=cpu VQ_BIN=DIR (a built vqserve) LLAMA_PREFIX=DIR
 # (a llama.cpp build of build_llama_cpp.sh) PY=python3-with-grpcio WINDOW PREFIX_WINDOW
 # SKIP_LLAMA=1 (vqserve's cells only); FP16=1 adds vqserve's fp16 cells. run from the checkout
@@ -169,6 +171,11 @@ all_cells() {
 }
 
 SERVER="" SERVER_PID=""
+scrape() {  # scrape FILE: vqserve's metrics
+  curl -s "http://127.0.0.1:$VQ_METRICS/metrics" > "$1" 2> /dev/null ||
+    $PY -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:$VQ_METRICS/metrics').read().decode())" \
+      > "$1" 2> /dev/null
+}
 stop_server() {
   [ -z "$SERVER" ] && return 0
   if [[ $SERVER == vq-* ]]; then  # the end-of-run checks: every page free, nothing running
@@ -177,9 +184,7 @@ stop_server() {
       --no-warmup --check-free "http://127.0.0.1:$VQ_METRICS/metrics" 2>&1 | grep "kv memory")
     echo "$SERVER after $(cat "$W/cells_$SERVER" 2> /dev/null | wc -w) cells: $free" >> "$W/free.txt"
     "$VQ/vqctl" --target 127.0.0.1:$VQ_PORT model-info > "$W/logs/model_info_$SERVER.txt" 2>&1
-    curl -s "http://127.0.0.1:$VQ_METRICS/metrics" > "$W/logs/metrics_$SERVER.txt" 2> /dev/null ||
-      $PY -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:$VQ_METRICS/metrics').read().decode())" \
-        > "$W/logs/metrics_$SERVER.txt" 2> /dev/null
+    scrape "$W/logs/metrics_$SERVER.txt"
     log "$SERVER: $free"
   fi
   kill -TERM "$SERVER_PID" 2> /dev/null
@@ -267,7 +272,8 @@ run() {
   KV_BYTES=$((KV_T * BT))
   PIN_SERVER="" PIN_GEN="" PIN_BUILD=""
   if [ "$ncpu" -ge 8 ] && command -v taskset > /dev/null; then
-    PIN_SERVER="taskset -c 0,1" PIN_GEN="taskset -c 2,3" PIN_BUILD="taskset -c 4-$((ncpu - 1))"
+    PIN_SERVER="taskset -c ${SERVER_CPUS:-0,1}" PIN_GEN="taskset -c 2,3"
+    PIN_BUILD="taskset -c 4-$((ncpu - 1))"
   fi
   {
     date -u
@@ -358,6 +364,8 @@ run() {
     grep -E "^\| (vq|ll)" "$W/logs/cell_$id.log" | tee -a "$W/logs/run.log"
     grep -A3 "errors:\|not idle\|Traceback" "$W/logs/cell_$id.log" | head -8 | tee -a "$W/logs/run.log"
     [ -f "$W/cells/$id.json.part" ] && mv "$W/cells/$id.json.part" "$W/cells/$id.json"
+    # the server's metrics after each cell (cumulative: a cell's own share is the difference).
+    [[ $cfg == vq-* ]] && scrape "$W/logs/metrics_after_$id.txt"
     echo "$id" >> "$W/cells_$cfg"
     [ $rc = 0 ] || log "$id: load_generator exit $rc"
     return 0
