@@ -1,10 +1,13 @@
 // the cpu reference kernels against float64 formulas.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kernels/cpu/argmax.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/half_convert.h"
 #include "kernels/cpu/matmul.h"
@@ -142,6 +145,36 @@ TEST(SoftmaxTest, SumsToOneAndMatchesLogSoftmax) {
     EXPECT_NEAR(lp[i], x[i] - mx - std::log(z), 1e-4);
   }
   EXPECT_NEAR(sum, 1.0, 1e-5);
+}
+
+// the first index of the maximum, as std::max_element: every length around the vector widths,
+// the maximum at every place, ties (the first wins), -inf and NaN.
+TEST(ArgMaxTest, FirstMaximumAsMaxElementAtEveryLengthAndPlace) {
+  for (int64_t n : {1, 2, 7, 8, 9, 31, 32, 33, 63, 100, 49152, 128256}) {
+    std::vector<float> x = RandomVector(static_cast<size_t>(n), 10 + n);
+    ASSERT_EQ(ArgMax(x.data(), n), std::max_element(x.begin(), x.end()) - x.begin()) << n;
+    for (int64_t at : {int64_t{0}, n / 3, n - 1}) {
+      std::vector<float> y = x;
+      y[at] = 100.0f;
+      EXPECT_EQ(ArgMax(y.data(), n), at) << n << " " << at;
+      if (at + 1 < n) {
+        y[n - 1] = 100.0f;  // a tie after it: the first
+        EXPECT_EQ(ArgMax(y.data(), n), at) << n << " " << at;
+      }
+    }
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> all_neg_inf(40, -inf);
+  EXPECT_EQ(ArgMax(all_neg_inf.data(), 40), 0);
+  std::vector<float> with_nan = RandomVector(40, 3);
+  with_nan[5] = nan;
+  with_nan[37] = 50.0f;
+  with_nan[39] = nan;
+  EXPECT_EQ(ArgMax(with_nan.data(), 40), 37);
+  std::vector<float> all_nan(40, nan);
+  EXPECT_EQ(ArgMax(all_nan.data(), 40), 0);
+  EXPECT_EQ(ArgMax(nullptr, 0), 0);
 }
 
 TEST(MatMulTest, MatchesFloat64ForGemvAndGemm) {

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/cpu/argmax.h"
+
 namespace vqserve {
 namespace {
 
@@ -25,6 +27,11 @@ struct Greater {
 
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {}
 
+bool Sampler::argmax_only() const {
+  const bool penalty = params_.repetition_penalty != 1.0f && params_.repetition_penalty > 0;
+  return params_.temperature <= 0.0f && !penalty && params_.logprobs <= 0;
+}
+
 SampledToken Sampler::Sample(std::span<const float> logits, std::span<const int32_t> history) {
   const int n = static_cast<int>(logits.size());
   // the logits as sampled: the model's, or a penalized copy.
@@ -45,7 +52,7 @@ SampledToken Sampler::Sample(std::span<const float> logits, std::span<const int3
 
   SampledToken result;
   if (params_.temperature <= 0.0f) {
-    result.id = static_cast<int32_t>(std::max_element(x.begin(), x.end()) - x.begin());
+    result.id = static_cast<int32_t>(cpu::ArgMax(x.data(), n));
   } else {
     // hf order: temperature, then top-k, top-p, min-p on the tempered distribution.
     const float inv_t = 1.0f / params_.temperature;
