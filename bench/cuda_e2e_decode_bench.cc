@@ -1,7 +1,7 @@
 // end-to-end decode speed of the cuda runtime (CudaLlamaModel + CudaKvCache) per kv codec:
 // `batch` sequences of one new token each at `ctx` cached tokens (one row per cell: --batch and
 // --ctx take lists, paired in order, a single value paired with each), the whole forward step timed
-// (host metadata, gemms, kv append/flush, attention, logits copy). the model has the shape of
+// (host metadata, gemms, kv append/flush, attention, the greedy token or the logits copy). the model has the shape of
 // Llama-3.1-8B or SmolLM2-135M with pseudo-random weights (or a gguf with --gguf), the caches
 // pseudo-random pages and rings instead of prefills: speed depends on neither. prints a
 // markdown table per model, with the sequences of `ctx` tokens that fit a kv budget of
@@ -16,6 +16,9 @@
 //   [--graphs default|on|off|both (cuda graphs for decode steps; both: a row of each, same cache)]
 //   [--stagger 0|1 (1: sequence j starts j * page_tokens / batch tokens later, so that the
 //   sequences flush pages at different steps, as in serving)]
+//   [--logits argmax|host (argmax: each row's greedy token taken on the device, as the server
+//   does for greedy requests and the PyTorch step for all; host: the logit rows copied back,
+//   what sampling with temperature needs; default argmax)]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -51,6 +54,7 @@ struct Args {
   std::string graphs = "default";
   std::vector<std::string> weights = {"fp16"};
   bool stagger = false;
+  bool host_logits = false;  // --logits host
 };
 
 struct Timing {
@@ -65,6 +69,7 @@ Timing TimeSteps(LlamaModel& model, CudaKvCache& cache, const Args& a, int n, in
   std::mt19937 rng(7);
   std::vector<int32_t> tokens(n);
   std::vector<ForwardSeq> batch(n);
+  std::vector<int32_t> argmax(n);
   std::vector<float> logits;
   std::vector<double> ms;
   int64_t replays0 = 0;
@@ -79,6 +84,7 @@ Timing TimeSteps(LlamaModel& model, CudaKvCache& cache, const Args& a, int n, in
       f.kv.block_table = tables.data() + size_t(j) * pages_per_seq;
       f.kv.num_blocks = pages_per_seq;
       f.kv.num_cached = ctx + s + (a.stagger ? j * cache.spec().page_tokens / n : 0);
+      f.argmax = a.host_logits ? nullptr : &argmax[j];
     }
     logits.clear();
     const auto t0 = std::chrono::steady_clock::now();
@@ -123,12 +129,13 @@ int RunModel(const std::string& name, const std::string& weights_name, const Arg
   std::printf("\n### %s: %d layers, hidden %d, %d q / %d kv heads, head_dim %d, ffn %d, vocab %d"
               " (%s; weights %s: %.2f GiB on the gpu)\n\nbatch x context %s; %d timed decode "
               "steps after %d warm-up; short context %d; kv budget %.0f GB; coded caches keep a "
-              "%d-token fp16 sink%s\n\n",
+              "%d-token fp16 sink%s; %s\n\n",
               name.c_str(), c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads, c.head_dim,
               c.ffn_size, c.vocab_size, a.gguf.empty() ? "random weights" : a.gguf.c_str(),
               weights_name.c_str(), CudaWeightBytes(model) / double(1 << 30),
               cells.c_str(), a.steps, a.warmup, a.short_ctx, a.budget_gb, a.sink_tokens,
-              a.stagger ? "; sequences staggered over a page" : "");
+              a.stagger ? "; sequences staggered over a page" : "",
+              a.host_logits ? "logit rows copied to the host" : "greedy tokens taken on the device");
   std::printf("| codec | batch x ctx | ms/step | tokens/s | vs fp16 | ms/step at ctx %d |"
               " tokens/s at ctx %d | ctx-dependent share | KV MiB / seq at ctx | max seqs in %.0f"
               " GB | steps replayed (ctx, short ctx) |\n"
@@ -220,6 +227,7 @@ int main(int argc, char** argv) {
     else if (k == "--graphs") a.graphs = v;
     else if (k == "--stagger") a.stagger = v == "1";
     else if (k == "--weights") a.weights = absl::StrSplit(v, ',');
+    else if (k == "--logits" && (v == "argmax" || v == "host")) a.host_logits = v == "host";
     else {
       std::fprintf(stderr, "unknown flag %s\n", k.c_str());
       return 2;

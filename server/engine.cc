@@ -301,6 +301,8 @@ bool Engine::Step() {
   for (const SlotCopy& c : out.restores) caches_[c.pool]->CopySlot(c.from, c.to);
   std::vector<ForwardSeq> batch;
   batch.reserve(out.seqs.size());
+  // greedy sequences get their token's id from the model (on the gpu: no logits copied back).
+  std::vector<int32_t> argmax(out.seqs.size(), 0);
   for (const ScheduledSeq& s : out.seqs) {
     Sequence* seq = s.seq;
     ForwardSeq f;
@@ -312,8 +314,9 @@ bool Engine::Step() {
     f.kv.num_blocks = static_cast<int>(seq->block_table.size());
     f.kv.num_cached = seq->num_computed;
     f.want_logits = s.samples;
-    batch.push_back(f);
     Active& a = *active_.at(seq->id);
+    if (s.samples && a.sampler.argmax_only()) f.argmax = &argmax[batch.size()];
+    batch.push_back(f);
     if (a.first_scheduled_us < 0) {
       a.first_scheduled_us = start_us;
       if (metrics_) metrics_->ObserveQueueTime((start_us - a.submit_us) * 1e-6);
@@ -327,12 +330,17 @@ bool Engine::Step() {
   std::vector<int32_t> sampled_ids;
   std::vector<SampledToken> sampled;
   int row = 0;
-  for (const ScheduledSeq& s : out.seqs) {
+  for (size_t i = 0; i < out.seqs.size(); ++i) {
+    const ScheduledSeq& s = out.seqs[i];
     if (!s.samples) continue;
-    Active& a = *active_.at(s.seq->id);
-    std::span<const float> lg(logits_.data() + static_cast<size_t>(row) * vocab, vocab);
-    ++row;
-    sampled.push_back(a.sampler.Sample(lg, s.seq->tokens));
+    if (batch[i].argmax != nullptr) {
+      sampled.push_back(SampledToken{.id = argmax[i]});
+    } else {
+      Active& a = *active_.at(s.seq->id);
+      std::span<const float> lg(logits_.data() + static_cast<size_t>(row) * vocab, vocab);
+      ++row;
+      sampled.push_back(a.sampler.Sample(lg, s.seq->tokens));
+    }
     sampled_ids.push_back(sampled.back().id);
   }
   const int64_t finish_start_us = NowUs();

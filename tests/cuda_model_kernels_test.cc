@@ -10,12 +10,14 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
 #include <cuda_runtime_api.h>
 
+#include "kernels/cpu/argmax.h"
 #include "kernels/cpu/hadamard.h"
 #include "kernels/cpu/half_convert.h"
 #include "kernels/cpu/rms_norm.h"
@@ -127,6 +129,32 @@ TEST_F(CudaModelKernelsTest, RopeOverQAndKHeadsMatchesCpu) {
     double worst = 0.0;
     for (size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, double(std::fabs(got[i] - ref[i])));
     EXPECT_LE(worst, 2e-6) << "nh " << c.nh << " head_dim " << c.head_dim << " rope_half " << c.rope_half;
+  }
+}
+
+// rows of a vocabulary's width and odd ones, with ties (the first wins), NaNs and all-NaN,
+// against cpu::ArgMax of the same floats.
+TEST_F(CudaModelKernelsTest, RowArgMaxMatchesCpu) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (int cols : {1, 7, 1000, 1025, 49152, 128256}) {
+    const int rows = 6;
+    std::vector<float> x = Random(size_t(rows) * cols, cols, -10.0f, 10.0f);
+    float* r1 = x.data() + size_t(1) * cols;  // a tie: the first of two maxima
+    r1[cols / 2] = 50.0f;
+    r1[cols - 1] = 50.0f;
+    float* r2 = x.data() + size_t(2) * cols;  // NaNs around the maximum
+    r2[0] = nan;
+    r2[cols - 1] = 60.0f;
+    if (cols > 2) r2[cols - 2] = nan;
+    std::fill(x.begin() + size_t(3) * cols, x.begin() + size_t(4) * cols, nan);  // all NaN
+    Dev<float> dx(x);
+    Dev<int32_t> dout(std::vector<int32_t>(rows, -7));
+    ASSERT_EQ(cuda::LaunchRowArgMax(dx.get(), rows, cols, dout.get(), nullptr), "");
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const std::vector<int32_t> got = dout.Get();
+    for (int r = 0; r < rows; ++r) {
+      EXPECT_EQ(got[r], cpu::ArgMax(x.data() + size_t(r) * cols, cols)) << cols << " row " << r;
+    }
   }
 }
 

@@ -220,6 +220,46 @@ TEST_F(CudaModelTest, GreedyTokensAndLogitsMatchCpu) {
   }
 }
 
+// greedy rows (ForwardSeq::argmax) on the device: batched steps where prompts 0 and 2 take
+// the argmax on the gpu and prompt 1 its logits give the argmax of the rows a plain batched
+// run returns (the same kernels: the same floats), and prompt 1's rows bit for bit.
+TEST_F(CudaModelTest, ArgmaxRowsOnTheDeviceEqualTheRowsArgmax) {
+  auto plain_cache = GpuCache();
+  auto argmax_cache = GpuCache();
+  ASSERT_NE(plain_cache, nullptr);
+  const std::vector<Continuation> plain = Greedy(*gpu_, *plain_cache, prompts_, /*batched=*/true);
+  const int vocab = gpu_->config().vocab_size, b = static_cast<int>(prompts_.size());
+  const int per_seq = argmax_cache->num_pages() / b;
+  std::vector<std::vector<int32_t>> tables(b), seqs = prompts_;
+  for (int j = 0; j < b; ++j) {
+    for (int i = 0; i < per_seq; ++i) tables[j].push_back((j + 1) * per_seq - 1 - i);
+  }
+  for (int s = 0; s < kSteps; ++s) {
+    std::vector<ForwardSeq> batch(b);
+    std::vector<int32_t> ids(b, -1);
+    for (int j = 0; j < b; ++j) {
+      ForwardSeq& f = batch[j];
+      const int new_tokens = s == 0 ? static_cast<int>(seqs[j].size()) : 1;
+      f.tokens = std::span<const int32_t>(seqs[j].data() + seqs[j].size() - new_tokens,
+                                          new_tokens);
+      f.cache = argmax_cache.get();
+      f.kv.slot = j;
+      f.kv.block_table = tables[j].data();
+      f.kv.num_blocks = per_seq;
+      f.kv.num_cached = static_cast<int>(seqs[j].size()) - new_tokens;
+      if (j != 1) f.argmax = &ids[j];
+    }
+    std::vector<float> logits;
+    gpu_->Forward(batch, &logits);
+    ASSERT_EQ(logits.size(), size_t(vocab)) << "step " << s;
+    EXPECT_EQ(logits, plain[1].logits[s]) << "step " << s;
+    EXPECT_EQ(ids[0], plain[0].argmax[s]) << "step " << s;
+    EXPECT_EQ(ids[1], -1);
+    EXPECT_EQ(ids[2], plain[2].argmax[s]) << "step " << s;
+    for (int j = 0; j < b; ++j) seqs[j].push_back(plain[j].argmax[s]);
+  }
+}
+
 // with the weights in fp16 (cublas at every batch size), so that a batched step and a step
 // alone round alike up to fp32 summation order. the blocks take the integer gemv alone and the
 // tensor cores batched (x rounded to int8 against the weights rounded to fp16): each checked

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gtest/gtest.h"
+#include "kernels/cpu/argmax.h"
 #include "runtime/kv/fp16_codec.h"
 #include "runtime/kv/kivi_codec.h"
 #include "runtime/kv/paged_kv_cache.h"
@@ -228,6 +229,44 @@ TEST(LlamaModelTest, BatchedForwardEqualsEachSequenceAloneQuantizedDecode) {
   // every step takes the q8 path whatever its size, and each row's arithmetic is independent
   // of the others: batched and alone must agree to rounding of the summation (measured 0).
   CheckBatchedEqualsAlone(/*quantized_decode=*/true, 1e-4);
+}
+
+// greedy rows (ForwardSeq::argmax): the model writes the argmax of the row it would have
+// appended and appends only the other rows, the same floats.
+TEST(LlamaModelTest, ArgmaxRowsGiveTheRowsArgmaxAndOmitTheRow) {
+  std::unique_ptr<LlamaModel> model = LoadOrSkip(/*quantized_decode=*/true);
+  if (!model) VQ_SKIP_UNLESS_CI << "default model missing";
+  const Tokenizer& tok = model->tokenizer();
+  const std::vector<std::vector<int32_t>> prompts = {tok.Encode("Paris is the capital of", true, false),
+                                                     tok.Encode("1, 2, 3, 4,", true, false),
+                                                     tok.Encode("The quick brown fox", true, false)};
+  const size_t vocab = model->config().vocab_size;
+  auto run = [&](bool greedy_rows, std::vector<int32_t>* ids) {
+    auto cache = MakePagedKvCache(MakeFp16Codec(model->kv_shape()), 12, 3);
+    std::vector<TestSequence> seqs = {MakeSequence(0, 0, 4), MakeSequence(1, 4, 4),
+                                      MakeSequence(2, 8, 4)};
+    std::vector<ForwardSeq> batch;
+    ids->assign(3, -1);
+    for (int i = 0; i < 3; ++i) {
+      ForwardSeq f{std::span<const int32_t>(prompts[i]), cache.get(), seqs[i].kv, true, false};
+      if (greedy_rows && i != 1) f.argmax = &(*ids)[i];
+      batch.push_back(f);
+    }
+    std::vector<float> logits;
+    model->Forward(batch, &logits);
+    return logits;
+  };
+  std::vector<int32_t> unused, ids;
+  const std::vector<float> all = run(false, &unused);
+  const std::vector<float> one = run(true, &ids);
+  ASSERT_EQ(all.size(), 3 * vocab);
+  ASSERT_EQ(one.size(), vocab);
+  double worst = 0;
+  for (size_t k = 0; k < vocab; ++k) worst = std::max(worst, double(std::abs(one[k] - all[vocab + k])));
+  EXPECT_LT(worst, 1e-4);  // each row's arithmetic is independent of the others (q8 path)
+  EXPECT_EQ(ids[0], cpu::ArgMax(all.data(), static_cast<int64_t>(vocab)));
+  EXPECT_EQ(ids[1], -1);
+  EXPECT_EQ(ids[2], cpu::ArgMax(all.data() + 2 * vocab, static_cast<int64_t>(vocab)));
 }
 
 // the logits after a prompt fed as `chunks` and then one decode token; fp16 kv unless a cache

@@ -57,6 +57,31 @@ TEST(SamplerTest, GreedyPicksArgmaxAndReportsLogprobs) {
   }
 }
 
+// argmax_only exactly when Sample is the plain argmax: greedy without penalty or logprobs.
+TEST(SamplerTest, ArgmaxOnlyForPlainGreedy) {
+  std::vector<float> logits = Logits(1000, 4);
+  const int arg = int(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  SamplingParams greedy;
+  greedy.top_k = 5;  // ignored at temperature 0
+  greedy.top_p = 0.5f;
+  Sampler plain(greedy);
+  EXPECT_TRUE(plain.argmax_only());
+  EXPECT_EQ(plain.Sample(logits, {}).id, arg);
+  SamplingParams p = greedy;
+  p.repetition_penalty = 1.0f;
+  EXPECT_TRUE(Sampler(p).argmax_only());
+  p.repetition_penalty = 0.0f;  // off, as Sample reads it
+  EXPECT_TRUE(Sampler(p).argmax_only());
+  p.repetition_penalty = 1.3f;
+  EXPECT_FALSE(Sampler(p).argmax_only());
+  p = greedy;
+  p.logprobs = 1;
+  EXPECT_FALSE(Sampler(p).argmax_only());
+  p = greedy;
+  p.temperature = 0.7f;
+  EXPECT_FALSE(Sampler(p).argmax_only());
+}
+
 // without logprobs the sampler skips the softmax: the same token, no log-probabilities; with a
 // repetition penalty the caller's logits stay as they were.
 TEST(SamplerTest, LogprobsOnlyWhenAskedAndLogitsUntouched) {

@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "kernels/cpu/argmax.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/quant_matmul.h"
@@ -246,27 +247,38 @@ void CpuLlamaModel::Forward(std::span<const ForwardSeq> batch, std::vector<float
     cpu::SiluMul(gu_.data(), h_.data(), n, ffn);
     Linear(h_.data(), w.wdown, w.qdown, x_.data(), n, ffn, hid, /*accumulate=*/true);
   }
-  // logits of the requested rows.
-  std::vector<int> rows;
+  // logits of the requested rows; argmax rows (at the end, in batch order) only reduced.
+  std::vector<int> rows, argmax_rows;
+  std::vector<int32_t*> argmax_out;
   for (size_t b = 0; b < batch.size(); ++b) {
     const ForwardSeq& s = batch[b];
     if (offset[b + 1] == offset[b]) continue;
     if (s.want_all_logits) {
       for (int t = offset[b]; t < offset[b + 1]; ++t) rows.push_back(t);
+    } else if (s.want_logits && s.argmax != nullptr) {
+      argmax_rows.push_back(offset[b + 1] - 1);
+      argmax_out.push_back(s.argmax);
     } else if (s.want_logits) {
       rows.push_back(offset[b + 1] - 1);
     }
   }
+  const int kept = static_cast<int>(rows.size());
+  rows.insert(rows.end(), argmax_rows.begin(), argmax_rows.end());
   if (rows.empty()) return;
   const int r = static_cast<int>(rows.size());
   for (int i = 0; i < r; ++i) {
     cpu::RmsNorm(x_.data() + size_t(rows[i]) * hid, output_norm_.data(),
                  xn_.data() + size_t(i) * hid, 1, hid, c.rms_eps);
   }
-  const size_t base = logits->size();
-  logits->resize(base + size_t(r) * c.vocab_size);
+  const size_t base = logits->size(), vocab = static_cast<size_t>(c.vocab_size);
+  logits->resize(base + size_t(r) * vocab);
   const std::vector<float>& out_w = output_.empty() ? token_embd_ : output_;
   Linear(xn_.data(), out_w, qoutput_, logits->data() + base, r, hid, c.vocab_size, false);
+  for (int i = kept; i < r; ++i) {
+    *argmax_out[i - kept] = static_cast<int32_t>(
+        cpu::ArgMax(logits->data() + base + size_t(i) * vocab, c.vocab_size));
+  }
+  logits->resize(base + size_t(kept) * vocab);
 }
 
 }  // namespace

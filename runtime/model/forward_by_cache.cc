@@ -21,7 +21,7 @@ void ForwardByCache(
   for (size_t i = 0; i < batch.size(); ++i) {
     const ForwardSeq& s = batch[i];
     first_row[i] = rows;
-    if (!s.tokens.empty()) rows += s.want_all_logits ? s.tokens.size() : s.want_logits ? 1 : 0;
+    rows += static_cast<size_t>(LogitRows(s));
   }
   const size_t base = logits->size();
   logits->resize(base + rows * vocab);

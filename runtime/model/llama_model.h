@@ -22,7 +22,17 @@ struct ForwardSeq {
   KvSeqRef kv;
   bool want_logits = true;          // logits of the last new token
   bool want_all_logits = false;     // logits of every new token (evaluation)
+  // with want_logits and not want_all_logits (greedy sampling): the first index of the largest
+  // of those logits (NaNs skipped: cpu::ArgMax) is written here instead of appending the row.
+  int32_t* argmax = nullptr;
 };
+
+// logit rows Forward appends for `s`.
+inline int LogitRows(const ForwardSeq& s) {
+  if (s.tokens.empty()) return 0;
+  if (s.want_all_logits) return static_cast<int>(s.tokens.size());
+  return s.want_logits && s.argmax == nullptr ? 1 : 0;
+}
 
 struct LoadOptions {
   int num_threads = 0;  // 0: all cores
@@ -46,7 +56,8 @@ class LlamaModel {
   KvShape kv_shape() const;
 
   // runs one step for a batch of sequences (prefill chunks and decode tokens mixed).
-  // logits: vocab floats for each requested position, in batch order, appended.
+  // logits: vocab floats for each requested position (LogitRows), in batch order, appended;
+  // the argmax of the sequences that ask for it written where they say.
   virtual void Forward(std::span<const ForwardSeq> batch, std::vector<float>* logits) = 0;
 };
 

@@ -36,6 +36,9 @@ class Sampler {
   // picks the next token from `logits` (vocab floats); `history` (prompt and output) feeds the
   // repetition penalty.
   SampledToken Sample(std::span<const float> logits, std::span<const int32_t> history);
+  // whether Sample takes the plain argmax of the logits (greedy, no repetition penalty, no
+  // log-probabilities): a caller may then ask the model for that id alone (ForwardSeq::argmax).
+  bool argmax_only() const;
 
  private:
   SamplingParams params_;

@@ -141,6 +141,37 @@ __global__ void ResidualAddKernel(const float* x, float* y, int64_t count) {
   if (i < count) y[i] += x[i];
 }
 
+// the better of (value, index) candidates a and b: the larger value, the smaller index on a tie;
+// a NaN value (or index -1: none yet) never wins.
+__device__ __forceinline__ void BetterOf(float& v, int& i, float ov, int oi) {
+  if (oi < 0 || ov != ov) return;
+  if (i < 0 || ov > v || (ov == v && oi < i)) v = ov, i = oi;
+}
+
+constexpr int kArgMaxThreads = 1024;
+
+// grid (rows), kArgMaxThreads threads: thread t scans elements t, t + blockDim, ... of its row
+// (coalesced), then warp shuffles and one shared pass.
+__global__ void RowArgMaxKernel(const float* __restrict__ x, int cols, int32_t* out) {
+  __shared__ float sv[kArgMaxThreads / 32];
+  __shared__ int si[kArgMaxThreads / 32];
+  GridDependencyWait();
+  const float* row = x + static_cast<int64_t>(blockIdx.x) * cols;
+  float v = 0.0f;
+  int i = -1;
+  for (int k = threadIdx.x; k < cols; k += blockDim.x) BetterOf(v, i, row[k], k);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    BetterOf(v, i, __shfl_xor_sync(0xffffffffu, v, o), __shfl_xor_sync(0xffffffffu, i, o));
+  }
+  if ((threadIdx.x & 31) == 0) sv[threadIdx.x >> 5] = v, si[threadIdx.x >> 5] = i;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < kArgMaxThreads / 32; ++w) BetterOf(v, i, sv[w], si[w]);
+    out[blockIdx.x] = i < 0 ? 0 : i;
+  }
+}
+
 }  // namespace
 
 std::string LaunchEmbeddingGather(const int32_t* ids, const float* table, float* out, int n,
@@ -188,6 +219,14 @@ std::string LaunchFloatToHalf(const float* x, __half* out, int64_t count, cudaSt
   if (count <= 0) return "";
   VQ_CUDA_RETURN_IF_ERROR(LaunchAfterPrevious(FloatToHalfKernel, dim3(Blocks(count)),
                                               dim3(kThreads), 0, stream, x, out, count));
+  return "";
+}
+
+std::string LaunchRowArgMax(const float* x, int rows, int cols, int32_t* out,
+                            cudaStream_t stream) {
+  if (rows <= 0) return "";
+  VQ_CUDA_RETURN_IF_ERROR(LaunchAfterPrevious(RowArgMaxKernel, dim3(rows), dim3(kArgMaxThreads),
+                                              0, stream, x, cols, out));
   return "";
 }
 

@@ -36,6 +36,11 @@ std::string LaunchSiluMulHalf(const float* gate_up, __half* out, int n, int f,
 // out (count) fp16 = x (count) fp32, round to nearest even.
 std::string LaunchFloatToHalf(const float* x, __half* out, int64_t count, cudaStream_t stream);
 
+// out[i] = the first index of the largest of row i of x (rows, cols) fp32, NaNs skipped (0 when
+// all are NaN), as cpu::ArgMax: greedy sampling on the device.
+std::string LaunchRowArgMax(const float* x, int rows, int cols, int32_t* out,
+                            cudaStream_t stream);
+
 // y (count) fp32 += x (count) fp32.
 std::string LaunchResidualAdd(const float* x, float* y, int64_t count, cudaStream_t stream);
 
