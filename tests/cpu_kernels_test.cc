@@ -15,6 +15,7 @@
 #include "kernels/cpu/residual_add.h"
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/rope.h"
+#include "kernels/cpu/scaled_exp.h"
 #include "kernels/cpu/silu_mul.h"
 #include "kernels/cpu/softmax.h"
 
@@ -175,6 +176,41 @@ TEST(ArgMaxTest, FirstMaximumAsMaxElementAtEveryLengthAndPlace) {
   std::vector<float> all_nan(40, nan);
   EXPECT_EQ(ArgMax(all_nan.data(), 40), 0);
   EXPECT_EQ(ArgMax(nullptr, 0), 0);
+}
+
+// exp(x * scale - shift) against float64: within 2 ulp where the result is a normal float,
+// 0 below exp(-87.3); every length around the vector width; the sum of what it wrote.
+TEST(ScaledExpTest, MatchesFloat64ExpAndSumsWhatItWrote) {
+  for (int64_t n : {1, 7, 8, 9, 100, 128256}) {
+    std::vector<float> x = RandomVector(static_cast<size_t>(n), 20 + n, 10.0f);
+    x[0] = -200.0f;  // far below: 0
+    std::vector<float> w(static_cast<size_t>(n));
+    const float scale = 1.0f / 0.7f, shift = 12.5f;
+    const double sum = ScaledExp(x.data(), scale, shift, w.data(), n);
+    double total = 0.0, worst_ulps = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      total += w[i];
+      const double arg = static_cast<double>(x[i] * scale) - shift;
+      const double want = std::exp(arg);
+      if (arg < -87.3) {
+        EXPECT_EQ(w[i], 0.0f) << i;
+        continue;
+      }
+      // the argument's float subtraction rounds (half an ulp of it): exp moves by |arg| * 2^-24
+      // relative.
+      const double ulp = std::ldexp(1.0, std::ilogb(want) - 23);
+      const double slack = std::fabs(arg) * 0x1.0p-24 * want / ulp;
+      worst_ulps = std::max(worst_ulps, std::fabs(w[i] - want) / ulp - slack);
+    }
+    EXPECT_LE(worst_ulps, 2.0) << n;
+    if (n == 9) {  // the largest product as the shift: weight exactly 1
+      const float top = *std::max_element(x.begin(), x.end()) * scale;
+      std::vector<float> v(9);
+      ScaledExp(x.data(), scale, top, v.data(), 9);
+      EXPECT_EQ(*std::max_element(v.begin(), v.end()), 1.0f);
+    }
+    EXPECT_NEAR(sum, total, 1e-12 * total + 1e-300) << n;
+  }
 }
 
 TEST(MatMulTest, MatchesFloat64ForGemvAndGemm) {

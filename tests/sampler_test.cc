@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kernels/cpu/scaled_exp.h"
 
 namespace vqserve {
 namespace {
@@ -188,9 +189,10 @@ TEST(SamplerTest, TopKTopPMinPSetsAreRespected) {
   }
 }
 
-// top-p through the sampler's growing sorted prefixes picks what a full sort picks: the same
-// token for the same seed, whether the cut falls in the first 512 candidates, the first 4096,
-// the first 32768 or past them (logits of spread sd over a 128256-token vocabulary).
+// top-p through the sampler's candidates above a weight threshold and its growing sorted
+// prefixes picks what a full sort picks: the same token for the same seed, whether the cut
+// falls among the few above the threshold, in the first 512 candidates, the first 4096, the
+// first 32768 or past them (logits of spread sd over a 128256-token vocabulary).
 TEST(SamplerTest, TopPEqualsAFullSortWhereverTheCutFalls) {
   const int n = 128256;
   for (float sd : {8.0f, 2.5f, 2.0f, 0.5f, 0.05f}) {
@@ -204,15 +206,14 @@ TEST(SamplerTest, TopPEqualsAFullSortWhereverTheCutFalls) {
       params.top_p = top_p;
       params.seed = 5;
       Sampler sampler(params);
-      // the reference: the sampler's arithmetic with one full sort.
+      // the reference: the sampler's arithmetic (its weights) with one full sort.
       std::mt19937_64 rng(params.seed);
       const float inv_t = 1.0f / params.temperature;
+      const float mx = *std::max_element(logits.begin(), logits.end()) * inv_t;
+      std::vector<float> w(n);
+      const double z = cpu::ScaledExp(logits.data(), inv_t, mx, w.data(), n);
       std::vector<std::pair<float, int32_t>> c(n);
-      for (int i = 0; i < n; ++i) c[i] = {logits[i] * inv_t, i};
-      float mx = -std::numeric_limits<float>::infinity();
-      for (const auto& e : c) mx = std::max(mx, e.first);
-      double z = 0.0;
-      for (auto& e : c) z += (e.first = std::exp(e.first - mx));
+      for (int i = 0; i < n; ++i) c[i] = {w[i], i};
       std::sort(c.begin(), c.end(), [](const auto& a, const auto& b) {
         return a.first > b.first || (a.first == b.first && a.second < b.second);
       });

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "kernels/cpu/argmax.h"
+#include "kernels/cpu/scaled_exp.h"
 
 namespace vqserve {
 namespace {
@@ -12,6 +13,9 @@ namespace {
 // top-p sorts the most likely 512 candidates, then 4096, then 32768 (each prefix a selection
 // of the rest, then a sort of it), until one reaches top_p; only then the whole vocabulary.
 constexpr int kTopPPrefixes[] = {512, 4096, 32768};
+// before those: the candidates of weight (probability / the best's) at least one of these,
+// sorted, when at most kTopPPrefixes[1] of them (a model's usual, steep distribution).
+constexpr float kTopPThresholds[] = {1e-4f, 1e-2f};
 
 // a uniform double in [0, 1) from 53 random bits (the same on every platform).
 double Uniform(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
@@ -54,24 +58,47 @@ SampledToken Sampler::Sample(std::span<const float> logits, std::span<const int3
   if (params_.temperature <= 0.0f) {
     result.id = static_cast<int32_t>(cpu::ArgMax(x.data(), n));
   } else {
-    // hf order: temperature, then top-k, top-p, min-p on the tempered distribution.
+    // hf order: temperature, then top-k, top-p, min-p on the tempered distribution. weights
+    // exp(x / t - max) (the best weighs 1) as candidates {weight, id}; exp keeps the order.
     const float inv_t = 1.0f / params_.temperature;
-    scratch_.resize(n);
-    for (int i = 0; i < n; ++i) scratch_[i] = {x[i] * inv_t, i};
+    const float mx = x[cpu::ArgMax(x.data(), n)] * inv_t;  // x * inv_t is monotonic in x
+    weights_.resize(n);
+    double z = cpu::ScaledExp(x.data(), inv_t, mx, weights_.data(), n);
     const int k = params_.top_k > 0 ? std::min(params_.top_k, n) : n;
     int kept = k;
     bool sorted = false;
+    int done = 0;  // scratch_[0, done): the most likely, sorted
     if (k < n) {
+      scratch_.resize(n);
+      for (int i = 0; i < n; ++i) scratch_[i] = {weights_[i], i};
       std::nth_element(scratch_.begin(), scratch_.begin() + k, scratch_.end(), Greater());
       scratch_.resize(k);
       std::sort(scratch_.begin(), scratch_.end(), Greater());
       sorted = true;
+      done = k;
+      z = 0.0;
+      for (int i = 0; i < k; ++i) z += scratch_[i].first;
+    } else if (params_.top_p < 1.0f) {
+      // the candidates of weight >= tau come first in the full order: when they are few, they
+      // go sorted to the front and the rest after them, unsorted (for the prefix search below).
+      for (float tau : kTopPThresholds) {
+        int count = 0;
+        for (int i = 0; i < n; ++i) count += weights_[i] >= tau;
+        if (count > kTopPPrefixes[1]) continue;
+        scratch_.resize(n);
+        int front = 0, back = count;
+        for (int i = 0; i < n; ++i) {
+          scratch_[weights_[i] >= tau ? front++ : back++] = {weights_[i], i};
+        }
+        std::sort(scratch_.begin(), scratch_.begin() + count, Greater());
+        done = count;
+        break;
+      }
     }
-    // weights exp(x - max) replace the tempered logits (same order); the best weighs 1.
-    float mx = -std::numeric_limits<float>::infinity();
-    for (int i = 0; i < kept; ++i) mx = std::max(mx, scratch_[i].first);
-    double z = 0.0;
-    for (int i = 0; i < kept; ++i) z += (scratch_[i].first = std::exp(scratch_[i].first - mx));
+    if (!sorted && done == 0) {
+      scratch_.resize(n);
+      for (int i = 0; i < n; ++i) scratch_[i] = {weights_[i], i};
+    }
     if (params_.top_p < 1.0f) {
       // the smallest most-likely prefix whose probability reaches top_p.
       const double target = params_.top_p * z;
@@ -87,10 +114,10 @@ SampledToken Sampler::Sample(std::span<const float> logits, std::span<const int3
         return false;
       };
       int cut = kept;
-      bool found = false;
-      int done = 0;  // scratch_[0, done): the most likely, sorted
-      if (!sorted) {
+      bool found = done > 0 && prefix_cut(done, &cut);
+      if (!found && !sorted) {
         for (int prefix : kTopPPrefixes) {
+          if (prefix <= done) continue;
           if (prefix >= kept) break;
           std::nth_element(scratch_.begin() + done, scratch_.begin() + prefix,
                            scratch_.begin() + kept, Greater());
@@ -127,12 +154,11 @@ SampledToken Sampler::Sample(std::span<const float> logits, std::span<const int3
   }
 
   // log-probabilities of the model's distribution (raw logits, full softmax), when asked: a
-  // pass of exp and a partial sort over the vocabulary, about 0.6 ms a sequence at 128K tokens
-  // on the 2-core VM (bench/sampler_bench.cc).
+  // pass of exp and a partial sort over the vocabulary (bench/sampler_bench.cc).
   if (params_.logprobs <= 0) return result;
-  const float mx = *std::max_element(logits.begin(), logits.end());
-  float z = 0.0f;
-  for (float v : logits) z += std::exp(v - mx);
+  const float mx = logits[cpu::ArgMax(logits.data(), n)];
+  weights_.resize(n);
+  const double z = cpu::ScaledExp(logits.data(), 1.0f, mx, weights_.data(), n);
   const float lse = mx + static_cast<float>(std::log(z));
   result.logprob = logits[result.id] - lse;
   const int top = std::min(params_.logprobs, n);

@@ -45,6 +45,7 @@ class Sampler {
   std::mt19937_64 rng_;
   std::vector<std::pair<float, int32_t>> scratch_;
   std::vector<float> penalized_;  // the logits after the repetition penalty
+  std::vector<float> weights_;    // exp(x / temperature - max)
 };
 
 }  // namespace vqserve
