@@ -334,7 +334,9 @@ bool Engine::Step() {
     const ScheduledSeq& s = out.seqs[i];
     if (!s.samples) continue;
     if (batch[i].argmax != nullptr) {
-      sampled.push_back(SampledToken{.id = argmax[i]});
+      SampledToken t;
+      t.id = argmax[i];
+      sampled.push_back(std::move(t));
     } else {
       Active& a = *active_.at(s.seq->id);
       std::span<const float> lg(logits_.data() + static_cast<size_t>(row) * vocab, vocab);
