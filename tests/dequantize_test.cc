@@ -115,6 +115,37 @@ TEST(DequantizeTest, F32F16BF16) {
   }
 }
 
+// tensors past 2^20 elements go in chunks across the cores: every element as the element-wise
+// conversion gives it (every fp16 bit pattern but NaN, subnormals included; q4_k blocks by
+// chunks of 2^20 elements and a short last chunk).
+TEST(DequantizeTest, LargeTensorsInChunksEqualElementWise) {
+  const int64_t n = 3 * (int64_t{1} << 20) + 512;
+  std::vector<uint8_t> f16(size_t(n) * 2);
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t h = static_cast<uint16_t>(i * 40503u);
+    if ((h & 0x7C00) == 0x7C00) h &= 0x83FF;  // no inf / NaN
+    std::memcpy(&f16[2 * i], &h, 2);
+  }
+  const std::vector<float> h = DequantizeAll(GgmlType::kF16, f16, n);
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t v;
+    std::memcpy(&v, &f16[2 * i], 2);
+    ASSERT_EQ(h[i], HalfToFloat(v)) << i;
+  }
+  const int64_t blocks = n / 256;
+  std::vector<uint8_t> q = RandomBytes(size_t(blocks) * 144);
+  for (int64_t b = 0; b < blocks; ++b) {
+    PutHalf(&q[b * 144], 0.001f, 0.01f);
+    PutHalf(&q[b * 144 + 2], 0.001f, 0.01f);
+  }
+  const std::vector<float> all = DequantizeAll(GgmlType::kQ4_K, q, blocks * 256);
+  std::vector<float> one(256);
+  for (int64_t b = 0; b < blocks; b += 997) {
+    Dequantize(GgmlType::kQ4_K, &q[b * 144], one.data(), 256);
+    for (int k = 0; k < 256; ++k) ASSERT_EQ(all[b * 256 + k], one[k]) << b << " " << k;
+  }
+}
+
 TEST(DequantizeTest, HalfConversionsRoundTripAndRoundToNearestEven) {
   for (uint32_t h = 0; h < 65536; ++h) {
     uint16_t v = static_cast<uint16_t>(h);
