@@ -6,7 +6,8 @@ length, an optional shared system prompt, client-side ttft and inter-token laten
 cells: for each --codecs entry and each --concurrency value (closed loop: C workers send
 requests back to back) or each --rate value (open loop: poisson arrivals at R requests/s,
 in-flight requests unbounded), --requests requests. every request asks for --max-tokens tokens
-with ignore_eos (greedy), so each produces the same number of tokens. reports per cell: completed
+with ignore_eos, so each produces the same number of tokens; greedy unless --temperature (and
+--top-p) ask for sampling. reports per cell: completed
 and failed requests, output tokens/s, ttft and inter-token latency p50 / p99 (from message
 arrival), and at the end the largest concurrency whose ttft p99 stays within --ttft-slo-s.
 
@@ -93,17 +94,20 @@ class Prompts:
 
 
 class GrpcClient:
-    def __init__(self, target):
+    def __init__(self, target, temperature=0.0, top_p=1.0):
         import grpc  # noqa: E402
         import vqserve_pb2  # noqa: E402
         import vqserve_pb2_grpc  # noqa: E402
         self.pb = vqserve_pb2
         self.channel = grpc.aio.insecure_channel(target)
         self.stub = vqserve_pb2_grpc.InferenceStub(self.channel)
+        self.temperature, self.top_p = temperature, top_p
 
     async def stream(self, codec, prompt, max_tokens):
         """yields the number of tokens in each streamed message."""
-        kw = dict(max_tokens=max_tokens, temperature=0.0, ignore_eos=True)
+        kw = dict(max_tokens=max_tokens, temperature=self.temperature, ignore_eos=True)
+        if self.top_p < 1.0:
+            kw["top_p"] = self.top_p
         if codec:
             kw["kv_codec"] = codec.encode()
         if isinstance(prompt, str):
@@ -123,19 +127,21 @@ class HttpClient:
     per token, except that a token ending inside a utf-8 character is sent with the next);
     openai: one token per event with text."""
 
-    def __init__(self, target, api):
+    def __init__(self, target, api, temperature=0.0, top_p=1.0):
         host, _, port = target.rpartition(":")
         self.host, self.port, self.api = host or "127.0.0.1", int(port), api
+        self.temperature, self.top_p = temperature, top_p
 
     async def stream(self, codec, prompt, max_tokens):
         if self.api == "openai":
             path = "/v1/completions"
-            body = {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0,
-                    "stream": True, "ignore_eos": True}
+            body = {"prompt": prompt, "max_tokens": max_tokens, "temperature": self.temperature,
+                    "top_p": self.top_p, "stream": True, "ignore_eos": True}
         else:
             path = "/completion"
-            body = {"prompt": prompt, "n_predict": max_tokens, "temperature": 0.0,
-                    "stream": True, "ignore_eos": True, "cache_prompt": True}
+            body = {"prompt": prompt, "n_predict": max_tokens, "temperature": self.temperature,
+                    "top_p": self.top_p, "stream": True, "ignore_eos": True,
+                    "cache_prompt": True}
         data = json.dumps(body).encode()
         reader, writer = await asyncio.open_connection(self.host, self.port, limit=1 << 24)
         try:
@@ -252,8 +258,8 @@ async def one_request(client, codec, prompt, max_tokens, stats):
 
 def make_client(args):
     if args.backend == "grpc":
-        return GrpcClient(args.target)
-    return HttpClient(args.target, args.http_api)
+        return GrpcClient(args.target, args.temperature, args.top_p)
+    return HttpClient(args.target, args.http_api, args.temperature, args.top_p)
 
 
 def censored_percentile(samples, p):
@@ -346,7 +352,7 @@ async def run_cell(args, codec, prompts, concurrency=None, rate=None, first=0):
         "itl_p50_ms": 1e3 * percentile(stats["itl"], 50),
         "itl_p99_ms": 1e3 * percentile(stats["itl"], 99),
         "prompt_tokens": args.prompt_tokens, "shared_prefix_tokens": args.shared_prefix_tokens,
-        "max_tokens": args.max_tokens,
+        "max_tokens": args.max_tokens, "temperature": args.temperature, "top_p": args.top_p,
     }
 
 
@@ -455,6 +461,9 @@ def main():
                     "at this url (vqserve /metrics, llama-server /slots) is idle")
     ap.add_argument("--idle-timeout", type=float, default=120)
     ap.add_argument("--max-tokens", type=int, default=32)
+    ap.add_argument("--temperature", type=float, default=0.0,
+                    help="0: greedy (the default); else sampled, with --top-p")
+    ap.add_argument("--top-p", type=float, default=1.0)
     ap.add_argument("--prompt-tokens", type=int, default=0)
     ap.add_argument("--shared-prefix-tokens", type=int, default=0)
     ap.add_argument("--context-chars", type=int, default=0,

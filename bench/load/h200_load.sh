@@ -36,6 +36,7 @@
 # (default: KV_MULT=2 x the lcm of those lengths: 599040 tokens = 78517370880 bytes at the
 # defaults); vqserve gets --kv-memory KV_TOKENS x B_TOKEN, shared by its codecs.
 # ONLY="PATTERN..." runs only the cells whose ids match (`h200_load.sh cells` lists the ids).
+# SAMPLING="--temperature 0.7 --top-p 0.9" makes every request sampled (default greedy).
 # with 8 or more cores the server runs on cores SERVER_CPUS (default 0,1), the load generator on
 # 2,3 and the llama.cpp build on the rest; each vqserve cell leaves logs/metrics_after_ID.txt.
 # knobs for a CPU dry run: SHAPE=tiny DEVICE=cpu VQ_BIN=DIR (a built vqserve) LLAMA_PREFIX=DIR
@@ -358,7 +359,8 @@ run() {
                               --idle-url "http://127.0.0.1:$LL_PORT/slots")
     $PIN_GEN $PY "$LG" "${be[@]}" --concurrency "$c" --duration "$win" \
       --prompt-tokens "$p" --shared-prefix-tokens "$shared" --max-tokens "$OUT_TOKENS" \
-      --id-low 1000 --id-high 30000 --seed "$seed" --no-warmup --json "$W/cells/$id.json.part" \
+      --id-low 1000 --id-high 30000 --seed "$seed" --no-warmup ${SAMPLING:-} \
+      --json "$W/cells/$id.json.part" \
       > "$W/logs/cell_$id.log" 2>&1
     local rc=$?
     grep -E "^\| (vq|ll)" "$W/logs/cell_$id.log" | tee -a "$W/logs/run.log"
