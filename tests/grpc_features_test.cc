@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -268,6 +269,52 @@ TEST_F(GrpcFeaturesTest, SeededSamplingIsReproducibleAndTopKOneIsGreedy) {
     for (float v : row) larger += v > row[forced[i]];
     EXPECT_LT(larger, 3) << "token " << i << " is not in the top 3";
   }
+}
+
+// seeded sampled requests run together (every step draws their 6 rows at once, in parallel on
+// the host) give the tokens each gives alone: each row's logits do not depend on the batch
+// (q8 path) and each request has its own sampler.
+TEST_F(GrpcFeaturesTest, SampledRequestsTogetherDrawAsAlone) {
+  const std::vector<int32_t> prompt = Ids("Once upon a time, in a small village,");
+  constexpr int kN = 10, kR = 6;
+  auto request = [&](int i) {
+    v1::GenerateRequest req = IdsRequest(prompt, kN);
+    req.set_temperature(1.2f);
+    req.set_top_p(0.95f);
+    req.set_seed(100 + i);
+    return req;
+  };
+  std::vector<StreamResult> alone(kR), together(kR);
+  {
+    TestServer server(TestServerConfig{});
+    auto stub = server.Stub();
+    for (int i = 0; i < kR; ++i) alone[i] = RunGenerate(stub.get(), request(i));
+    EXPECT_TRUE(server.WaitAllFree());
+  }
+  {
+    TestServerConfig cfg;
+    cfg.start_engine = false;  // all queued first: they run in the same steps
+    TestServer server(cfg);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kR; ++i) {
+      threads.emplace_back([&, i] {
+        auto stub = server.Stub();
+        together[i] = RunGenerate(stub.get(), request(i));
+      });
+      ASSERT_TRUE(WaitUntil([&] { return server.engine().Snapshot().num_active == i + 1; }));
+    }
+    server.StartEngine();
+    for (auto& t : threads) t.join();
+    EXPECT_TRUE(server.WaitAllFree());
+  }
+  std::set<std::vector<int32_t>> distinct;
+  for (int i = 0; i < kR; ++i) {
+    ASSERT_TRUE(alone[i].status.ok()) << alone[i].status.error_message();
+    ASSERT_TRUE(together[i].status.ok()) << together[i].status.error_message();
+    EXPECT_EQ(together[i].token_ids, alone[i].token_ids) << "request " << i;
+    distinct.insert(alone[i].token_ids);
+  }
+  EXPECT_GT(distinct.size(), 1u) << "six seeds gave one continuation";
 }
 
 TEST_F(GrpcFeaturesTest, HigherPriorityRunsFirst) {
