@@ -1,7 +1,8 @@
 // the host's sampling of one sequence's next token (runtime/model/sampler.h), as the engine
 // does once per sequence a step: greedy with and without the log-probabilities, with a
 // repetition penalty, and temperature + top-p (flat logits and 3x steeper ones), over the
-// default model's vocabulary (49152) and Llama 3's (128256).
+// default model's vocabulary (49152) and Llama 3's (128256); and a step's 16 steep top-p rows
+// drawn as the engine draws them, one after another (1 thread) or in parallel (OpenMP).
 // usage: build/bin/sampler_bench [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 
@@ -60,11 +61,30 @@ void BM_TemperatureTopPSteep(benchmark::State& state) {
   Sample(state, p, 3.0f);
 }
 
+// 16 rows of 128256 steep logits, each its own sampler, drawn by state.range(0) threads
+// (engine.cc's loop: schedule(dynamic, 1)).
+void BM_SixteenSteepRows(benchmark::State& state) {
+  std::vector<float> logits = Logits(128256);
+  for (float& v : logits) v *= 3.0f;
+  SamplingParams p;
+  p.temperature = 0.7f;
+  p.top_p = 0.9f;
+  std::vector<Sampler> samplers(16, Sampler(p));
+  std::vector<int32_t> ids(16);
+  const int threads = static_cast<int>(state.range(0));
+  for (auto _ : state) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (int j = 0; j < 16; ++j) ids[j] = samplers[j].Sample(logits, {}).id;
+    benchmark::DoNotOptimize(ids.data());
+  }
+}
+
 BENCHMARK(BM_Greedy)->Arg(49152)->Arg(128256)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_GreedyLogprobs)->Arg(49152)->Arg(128256)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_GreedyRepetitionPenalty)->Arg(49152)->Arg(128256)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TemperatureTopP)->Arg(49152)->Arg(128256)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TemperatureTopPSteep)->Arg(49152)->Arg(128256)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SixteenSteepRows)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
 }  // namespace vqserve
