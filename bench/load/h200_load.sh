@@ -37,6 +37,7 @@
 # defaults); vqserve gets --kv-memory KV_TOKENS x B_TOKEN, shared by its codecs.
 # ONLY="PATTERN..." runs only the cells whose ids match (`h200_load.sh cells` lists the ids).
 # SAMPLING="--temperature 0.7 --top-p 0.9" makes every request sampled (default greedy).
+# llama-server restarts for every cell (3 s, mmap) unless LL_FRESH=0.
 # with 8 or more cores the server runs on cores SERVER_CPUS (default 0,1), the load generator on
 # 2,3 and the llama.cpp build on the rest; each vqserve cell leaves logs/metrics_after_ID.txt.
 # knobs for a CPU dry run: SHAPE=tiny DEVICE=cpu VQ_BIN=DIR (a built vqserve) LLAMA_PREFIX=DIR
@@ -346,6 +347,10 @@ run() {
       log "no time for $id in this call ($((SECONDS - T0)) s used of $CALL_BUDGET_S)"
       return 2
     fi
+    # llama-server afresh for every cell (LL_FRESH=0: one per prompt length): a cell's cancelled
+    # requests are saved one by one into its host-RAM prompt cache after the window, work that
+    # ran into the next cell's window (64 slots, ~25 s) and that its idle check does not see.
+    [[ $cfg == ll-* ]] && [ "${LL_FRESH:-1}" = 1 ] && [ "$SERVER" = "$cfg" ] && stop_server
     start_server "$cfg" || return 1
     # each kind of cell its own prompts (the same on both servers and both codecs, whose
     # prefix caches are separate): request i's ids come from --seed and i, so cells sharing a
