@@ -68,9 +68,12 @@ SampledToken Sampler::Sample(std::span<const float> logits, std::span<const int3
     int kept = k;
     bool sorted = false;
     int done = 0;  // scratch_[0, done): the most likely, sorted
-    if (k < n) {
+    auto all_candidates = [&] {
       scratch_.resize(n);
       for (int i = 0; i < n; ++i) scratch_[i] = {weights_[i], i};
+    };
+    if (k < n) {
+      all_candidates();
       std::nth_element(scratch_.begin(), scratch_.begin() + k, scratch_.end(), Greater());
       scratch_.resize(k);
       std::sort(scratch_.begin(), scratch_.end(), Greater());
@@ -95,10 +98,7 @@ SampledToken Sampler::Sample(std::span<const float> logits, std::span<const int3
         break;
       }
     }
-    if (!sorted && done == 0) {
-      scratch_.resize(n);
-      for (int i = 0; i < n; ++i) scratch_[i] = {weights_[i], i};
-    }
+    if (!sorted && done == 0) all_candidates();
     if (params_.top_p < 1.0f) {
       // the smallest most-likely prefix whose probability reaches top_p.
       const double target = params_.top_p * z;
