@@ -246,7 +246,8 @@ INSTANTIATE_TEST_SUITE_P(Formats, CudaBlockWeightsTest, ::testing::ValuesIn(AllC
                          });
 
 // q4_k, q6_k and f32 tensors stacked into one matrix (three segments: blocks, blocks, fp16);
-// every batch size through Multiply, with a scratch of 3 rows (the prefill path's row tiles).
+// every batch size through Multiply, with the least scratch the matrix takes (the prefill
+// path's row tiles of 16 rows).
 TEST(CudaWeightMatrixTest, StackedFormatsMultiplyLikeFloat64) {
   VQ_SKIP_WITHOUT_CUDA_DEVICE();
   const int cols = 512;
@@ -281,15 +282,19 @@ TEST(CudaWeightMatrixTest, StackedFormatsMultiplyLikeFloat64) {
   const int rows = m.rows();
   ASSERT_EQ(rows, 40);
   EXPECT_EQ(m.bytes(), 20 * 2 * 144 + 12 * 2 * 210 + 8 * cols * 2);
-  EXPECT_EQ(m.ScratchWanted(3 * cols), 3 * cols);  // the gemv's int8 runs: 3 cols bytes
+  // the block gemv's scratch (the tensor-core pass's x permuted: 16 columns of fp16) is more
+  // than the 3 rows asked for
+  const int64_t halves = m.ScratchWanted(3 * cols);
+  EXPECT_EQ(halves, 16 * cols);
+  EXPECT_EQ(2 * halves, cuda::BlockGemvScratchBytes(cols));
   cublasHandle_t blas;
   ASSERT_EQ(cublasCreate(&blas), CUBLAS_STATUS_SUCCESS);
   DeviceArray<__half> scratch;
-  scratch.Reserve(3 * cols);
+  scratch.Reserve(size_t(halves));
   CudaMatmulContext ctx;
   ctx.blas = blas;
   ctx.scratch = scratch.data();
-  ctx.scratch_halves = 3 * cols;
+  ctx.scratch_halves = halves;
   for (int n : {1, 5, 16, 17, 40}) {
     const std::vector<uint16_t> x = RandomHalves(int64_t{n} * cols, rng);
     DeviceArray<uint16_t> dx;

@@ -1,8 +1,9 @@
 // the block-weight kernels (block_weights.h): the fused multiply in integers for batches of 1-2
 // (x quantized to int8 in 16-element runs first; then a block of 128 threads on 8 weight rows,
-// 32-element vectors of quants against those runs, dp4a) and on tensor cores for 3-16 (a block
-// of 8 warps on 32 rows, the same vectors dequantized in fp16 pairs straight into mma
-// fragments); one thread per 8-element chunk for the dequantization and gather.
+// 32-element vectors of quants against those runs, dp4a) and on tensor cores for 3-16 (x
+// first permuted into the order the mma fragments read it; then a block of 8 warps on 16 or 32
+// rows, the same vectors dequantized in fp16 pairs straight into mma fragments); one thread
+// per 8-element chunk for the dequantization and gather.
 #include "kernels/cuda/weights/block_weights.h"
 
 #include "kernels/cuda/common/cuda_check.h"
@@ -202,13 +203,76 @@ __device__ __forceinline__ uint32_t QuantWord(const RawVec& q, int v, int r, int
   return F == BlockFormat::kQ8_0 ? w ^ 0x80808080u : w;
 }
 
-// run r's factors (RunScale) for QuantWord's bytes, as fp16 pairs: element = a u + b.
+__device__ __forceinline__ __half2 AsHalf2(uint32_t bits) {
+  return *reinterpret_cast<const __half2*>(&bits);
+}
+
+// the fp16 pairs (a, a), (b, b) of a vector's two runs: element = a u + b for QuantWord's bytes
+// u. each is RunScale's fp32 value rounded to fp16, worked out in fp16 (products of an fp16
+// and a small integer, rounded once: the same bits).
+struct HalfRunFactors {
+  __half2 a[2], b[2];
+};
+
+// q4_k / q5_k: runs 0, 1 of vector v are sub-blocks 2u, 2u + 1 (u = (v & 7) / 2), the same two
+// as those of vector v ^ 1, which lane ^ 1 holds (v = 4 G + lane % 4): a lane works out the
+// sub-block 2u + (v & 1) and takes the other from its neighbour. `j` = 2u + (v & 1) is the
+// same in every group a warp takes (v & 7 = 4 (warp & 1) + lane % 4); j < 4 for even warps.
+__device__ __forceinline__ uint32_t ScaleMinK4Half2(int j, uint32_t s0, uint32_t s1,
+                                                    uint32_t s2) {
+  // bytes j & 3 of s0 (a), s1 (b), s2 (c) placed at bits 0 and 16; the 6-bit scale (low) and
+  // min (high) as fp16 integers 1024 + value.
+  const uint32_t sel = (j & 3) | ((4 + (j & 3)) << 8);
+  const uint32_t ab = __byte_perm(s0, s1, sel);
+  uint32_t ints;
+  if (j < 4) {
+    ints = (ab & 0x003F003Fu) | 0x64006400u;  // a & 63, b & 63
+  } else {
+    const uint32_t cc = __byte_perm(s2, 0, (j & 3) | ((j & 3) << 8));  // c at bits 0, 16
+    // (c & 15) | (a >> 6) << 4, (c >> 4) | (b >> 6) << 4
+    ints = (cc & 0x0000000Fu) | ((cc >> 4) & 0x000F0000u) |
+           ((ab >> 2) & 0x00300030u) | 0x64006400u;
+  }
+  return ints;
+}
+
 template <BlockFormat F>
-__device__ __forceinline__ void HalfFactors(const RawVec& q, int v, int r, __half2* a,
-                                            __half2* b) {
-  const RunFactors f = RunScale<F>(q, v, r);
-  *a = __float2half2_rn(f.a);
-  *b = __float2half2_rn(F == BlockFormat::kQ8_0 ? f.b - 128.0f * f.a : f.b);
+__device__ __forceinline__ HalfRunFactors VecHalfFactors(const RawVec& q, int v, int j) {
+  HalfRunFactors f;
+  const __half2 d2 = AsHalf2(__byte_perm(q.head[0], 0, 0x1010));  // (d, d)
+  if constexpr (F == BlockFormat::kQ4_K || F == BlockFormat::kQ5_K) {
+    const __half2 ints = AsHalf2(ScaleMinK4Half2(j, q.head[1], q.head[2], q.head[3]));
+    // (d sc, dmin mn): q.head[0] is (d, dmin)
+    const __half2 own = __hmul2(AsHalf2(q.head[0]), __hsub2(ints, __float2half2_rn(1024.0f)));
+    const uint32_t own_bits = *reinterpret_cast<const uint32_t*>(&own);
+    const uint32_t other_bits = __shfl_xor_sync(0xffffffffu, own_bits, 1);
+    const bool odd = (v & 1) != 0;
+    const uint32_t r0 = odd ? other_bits : own_bits, r1 = odd ? own_bits : other_bits;
+    f.a[0] = AsHalf2(__byte_perm(r0, 0, 0x1010));
+    f.a[1] = AsHalf2(__byte_perm(r1, 0, 0x1010));
+    f.b[0] = AsHalf2(__byte_perm(r0, 0, 0x3232) ^ 0x80008000u);
+    f.b[1] = AsHalf2(__byte_perm(r1, 0, 0x3232) ^ 0x80008000u);
+  } else if constexpr (F == BlockFormat::kQ6_K) {
+    // the run scales (int8, bytes 2, 3 of head[0]) as fp16: 1024 + (s ^ 128) - 1152
+    const uint32_t biased = (__byte_perm(q.head[0], 0x64646464u, 0x7372) ^ 0x00800080u);
+    const __half2 sc = __hsub2(AsHalf2(biased), __float2half2_rn(1152.0f));
+    const __half2 a = __hmul2(d2, sc);
+    const __half2 b = __hmul2(d2, __hmul2(sc, __float2half2_rn(-32.0f)));  // exact scaling
+    f.a[0] = __low2half2(a);
+    f.a[1] = __high2half2(a);
+    f.b[0] = __low2half2(b);
+    f.b[1] = __high2half2(b);
+  } else {
+    __half2 b;
+    if constexpr (F == BlockFormat::kQ4_1) {
+      b = AsHalf2(__byte_perm(q.head[0], 0, 0x3232));  // (m, m)
+    } else {
+      b = __hmul2(d2, __float2half2_rn(F == BlockFormat::kQ8_0 ? -128.0f : -8.0f));
+    }
+    f.a[0] = f.a[1] = d2;
+    f.b[0] = f.b[1] = b;
+  }
+  return f;
 }
 
 // two of a word's bytes u0, u1 (sel 0x4140: bytes 0, 1; 0x4342: bytes 2, 3) -> fp16 pair
@@ -217,10 +281,94 @@ __device__ __forceinline__ void HalfFactors(const RawVec& q, int v, int r, __hal
 __device__ __forceinline__ uint32_t QuantPairToHalf2(uint32_t word, uint32_t sel, __half2 a,
                                                      __half2 b) {
   const uint32_t biased = __byte_perm(word, 0x64u, sel);
-  const __half2 u = __hsub2(*reinterpret_cast<const __half2*>(&biased),
-                            __float2half2_rn(1024.0f));
+  const __half2 u = __hsub2(AsHalf2(biased), __float2half2_rn(1024.0f));
   const __half2 w = __hfma2(u, a, b);
   return *reinterpret_cast<const uint32_t*>(&w);
+}
+
+// the vectors lane (g, t) multiplies in a group: vector 4 G + t of rows 16 m + g (h = 0) and
+// 16 m + g + 8 (h = 1) of each tile m. rows past the matrix read its last row.
+template <BlockFormat F, int kMmaTiles>
+struct GroupVecs {
+  RawVec r[kMmaTiles][2];
+};
+
+template <BlockFormat F, int kMmaTiles>
+__device__ __forceinline__ void LoadGroup(const uint8_t* const (&row)[kMmaTiles][2], int v,
+                                          int vecs, GroupVecs<F, kMmaTiles>* out) {
+  // 32-element blocks: the last group may pass the row's end; those lanes load the last
+  // vector, whose x pieces are zeros there (PermuteXKernel): they add nothing
+  if constexpr (BlockTraits<F>::kBlock == 32) v = v < vecs ? v : vecs - 1;
+#pragma unroll
+  for (int m = 0; m < kMmaTiles; ++m) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) out->r[m][h] = LoadVec<F>(row[m][h], v);
+  }
+}
+
+// x laid out for the tensor-core pass (PermuteXKernel): piece (G, p, c, t) = the 8 elements of
+// part p of vector 4G + t of x's column c (zeros past the row or past n), at 8 (((4G + p) 16 +
+// c) 4 + t): a warp's B fragments of one part and 8 columns are 512 contiguous bytes.
+constexpr int kPermutedColumns = 16;
+
+// grid over the groups * 256 pieces, one a thread: x (n, ldx) -> xp (groups * 2048 halves).
+template <BlockFormat F>
+__global__ void PermuteXKernel(const __half* __restrict__ x, int64_t ldx, int n, int cols,
+                               __half* __restrict__ xp) {
+  GridDependencyWait();
+  const int vecs = cols / 32, groups = (vecs + 3) / 4;
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= groups * 256) return;
+  const int t = i & 3, c = (i >> 2) & (kPermutedColumns - 1), p = (i >> 6) & 3, G = i >> 8;
+  const int v = 4 * G + t;
+  uint4 piece = make_uint4(0, 0, 0, 0);
+  if (c < n && v < vecs) {
+    piece = __ldg(reinterpret_cast<const uint4*>(x + c * ldx + VecPartStart<F>(v, p)));
+  }
+  *reinterpret_cast<uint4*>(xp + int64_t{i} * 8) = piece;
+}
+
+// acc (+)= the group's products: per part p of the vectors (8 elements), x's columns' same 8
+// elements as B fragments (xl: this lane's pieces of group G's first part) and the dequantized
+// weights as A, two k-steps.
+template <BlockFormat F, int NT, int kMmaTiles>
+__device__ __forceinline__ void MulGroup(const GroupVecs<F, kMmaTiles>& q, int v, int j,
+                                         const __half* xl, float (&acc)[kMmaTiles][NT][4]) {
+  HalfRunFactors f[kMmaTiles][2];
+#pragma unroll
+  for (int m = 0; m < kMmaTiles; ++m) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) f[m][h] = VecHalfFactors<F>(q.r[m][h], v, j);
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+#pragma unroll
+    for (int pp = 0; pp < 2; ++pp) {
+      uint32_t b[NT][4];  // x's 8 elements of part 2r + pp, columns g + 8 nt, as fp16 pairs
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        const uint4 raw =
+            __ldg(reinterpret_cast<const uint4*>(xl + (2 * r + pp) * 512 + nt * 256));
+        b[nt][0] = raw.x, b[nt][1] = raw.y, b[nt][2] = raw.z, b[nt][3] = raw.w;
+      }
+#pragma unroll
+      for (int m = 0; m < kMmaTiles; ++m) {
+#pragma unroll
+        for (int s = 0; s < 2; ++s) {  // k-step 2 (2r + pp) + s: the part's elements 4s .. 4s + 3
+          const uint32_t lo = QuantWord<F>(q.r[m][0], v, r, 2 * pp + s);
+          const uint32_t hi = QuantWord<F>(q.r[m][1], v, r, 2 * pp + s);
+          const uint32_t a0 = QuantPairToHalf2(lo, 0x4140, f[m][0].a[r], f[m][0].b[r]);
+          const uint32_t a1 = QuantPairToHalf2(hi, 0x4140, f[m][1].a[r], f[m][1].b[r]);
+          const uint32_t a2 = QuantPairToHalf2(lo, 0x4342, f[m][0].a[r], f[m][0].b[r]);
+          const uint32_t a3 = QuantPairToHalf2(hi, 0x4342, f[m][1].a[r], f[m][1].b[r]);
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+            Mma16816(acc[m][nt], a0, a1, a2, a3, b[nt][2 * s], b[nt][2 * s + 1]);
+          }
+        }
+      }
+    }
+  }
 }
 
 // y (n, ldy) (+)= x (n, ldx) · w (rows, cols)ᵀ for n <= 8 NT columns on tensor cores, the
@@ -228,21 +376,25 @@ __device__ __forceinline__ uint32_t QuantPairToHalf2(uint32_t word, uint32_t sel
 // block per 16 kMmaTiles rows [r0, r0 + 16 kMmaTiles); warp w takes the vector groups G = w,
 // w + kMmaWarps, ... (group G: vectors 4G .. 4G + 3 of each row, 128 elements). in m16n8k16
 // terms lane (g, t) = (lane / 4, lane % 4) loads vector 4G + t of rows g and g + 8 of each
-// 16-row tile (the next group's while it multiplies this one), dequantizes it in fp16 pairs
-// (QuantPairToHalf2: about 1.5 instructions a weight) into its A-fragment slots of 8 k-steps
-// and takes the same elements of x's columns g (, g + 8) as its B fragments: the mma's k runs
-// over the 4 vectors' elements in an order that A and B share, so it sums the dot product.
-// the warps' partial tiles meet in shared memory.
+// 16-row tile (the next group's while it multiplies this one: two register sets in turn),
+// dequantizes it in fp16 pairs (QuantPairToHalf2: about 1.5 instructions a weight) into its
+// A-fragment slots of 8 k-steps and takes the same elements of x's columns g (, g + 8) as its
+// B fragments, from x permuted (xp, PermuteXKernel) so that a warp's loads of them are
+// contiguous: the mma's k runs over the 4 vectors' elements in an order that A and B share,
+// so it sums the dot product. the warps' partial tiles meet in shared memory. 2 blocks an sm
+// (128 registers, a few spilled): on the H200 the 8B's batch-4 step took 3.79 ms against 4.10
+// with 157-171 registers and one block (2026-12-04, same call).
 template <BlockFormat F, int NT, int kMmaTiles>
-__global__ void __launch_bounds__(kMmaWarps * 32)
+__global__ void __launch_bounds__(kMmaWarps * 32, 2)
     BlockMmaKernel(const uint8_t* __restrict__ w, int rows, int cols,
-                   const __half* __restrict__ x, int64_t ldx, int n, float* __restrict__ y,
-                   int64_t ldy, bool accumulate) {
+                   const __half* __restrict__ xp, int n, float* __restrict__ y, int64_t ldy,
+                   bool accumulate) {
   constexpr int kRows = 16 * kMmaTiles;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
   const int r0 = blockIdx.x * kRows;
   const int64_t row_bytes = BlockRowBytes(F, cols);
   const int vecs = cols / 32, groups = (vecs + 3) / 4;
+  const int sub = 4 * (warp & 1) + t;  // q4_k / q5_k: the sub-block whose factors a lane works out
   const uint8_t* row[kMmaTiles][2];  // rows 16m + g, 16m + g + 8 of the block
 #pragma unroll
   for (int m = 0; m < kMmaTiles; ++m) {
@@ -252,6 +404,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
       row[m][h] = w + (r < rows ? r : rows - 1) * row_bytes;
     }
   }
+  const __half* xl = xp + lane * 8;  // this lane's pieces (PermuteXKernel)
   float acc[kMmaTiles][NT][4];
 #pragma unroll
   for (int m = 0; m < kMmaTiles; ++m) {
@@ -261,69 +414,18 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
       for (int i = 0; i < 4; ++i) acc[m][nt][i] = 0.0f;
     }
   }
-  // a lane past the row's last vector (cols not a multiple of 128) holds zeros: its A and B
-  // slots add nothing.
-  RawVec cur[kMmaTiles][2], next[kMmaTiles][2];
-  {
-    const int v = 4 * warp + t;
-#pragma unroll
-    for (int m = 0; m < kMmaTiles; ++m) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) cur[m][h] = v < vecs ? LoadVec<F>(row[m][h], v) : RawVec{};
-    }
-  }
-  GridDependencyWait();  // the first weights loaded while the kernel ahead finished
-  for (int G = warp; G < groups; G += kMmaWarps) {
-    const int v = 4 * G + t, vn = v + 4 * kMmaWarps;
-#pragma unroll
-    for (int m = 0; m < kMmaTiles; ++m) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) next[m][h] = vn < vecs ? LoadVec<F>(row[m][h], vn) : RawVec{};
-    }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      __half2 fa[kMmaTiles][2], fb[kMmaTiles][2];  // run r's factors of rows g, g + 8
-#pragma unroll
-      for (int m = 0; m < kMmaTiles; ++m) {
-#pragma unroll
-        for (int h = 0; h < 2; ++h) HalfFactors<F>(cur[m][h], v, r, &fa[m][h], &fb[m][h]);
-      }
-#pragma unroll
-      for (int pp = 0; pp < 2; ++pp) {
-        const int p = 2 * r + pp;
-        uint32_t b[NT][4];  // x's 8 elements of part p, columns g + 8 nt, as fp16 pairs
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-          const int col = g + 8 * nt;
-          uint4 raw = make_uint4(0, 0, 0, 0);
-          if (v < vecs && col < n) {
-            raw = __ldg(reinterpret_cast<const uint4*>(x + col * ldx + VecPartStart<F>(v, p)));
-          }
-          b[nt][0] = raw.x, b[nt][1] = raw.y, b[nt][2] = raw.z, b[nt][3] = raw.w;
-        }
-#pragma unroll
-        for (int m = 0; m < kMmaTiles; ++m) {
-#pragma unroll
-          for (int s = 0; s < 2; ++s) {  // k-step 2p + s: the part's elements 4s .. 4s + 3
-            const uint32_t lo = QuantWord<F>(cur[m][0], v, r, 2 * pp + s);
-            const uint32_t hi = QuantWord<F>(cur[m][1], v, r, 2 * pp + s);
-            const uint32_t a0 = QuantPairToHalf2(lo, 0x4140, fa[m][0], fb[m][0]);
-            const uint32_t a1 = QuantPairToHalf2(hi, 0x4140, fa[m][1], fb[m][1]);
-            const uint32_t a2 = QuantPairToHalf2(lo, 0x4342, fa[m][0], fb[m][0]);
-            const uint32_t a3 = QuantPairToHalf2(hi, 0x4342, fa[m][1], fb[m][1]);
-#pragma unroll
-            for (int nt = 0; nt < NT; ++nt) {
-              Mma16816(acc[m][nt], a0, a1, a2, a3, b[nt][2 * s], b[nt][2 * s + 1]);
-            }
-          }
-        }
-      }
-    }
-#pragma unroll
-    for (int m = 0; m < kMmaTiles; ++m) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) cur[m][h] = next[m][h];
-    }
+  GroupVecs<F, kMmaTiles> va, vb;
+  int G = warp;
+  if (G < groups) LoadGroup<F, kMmaTiles>(row, 4 * G + t, vecs, &va);
+  GridDependencyWait();  // the first weights loaded while x's permutation finished
+  while (G < groups) {
+    if (G + kMmaWarps < groups) LoadGroup<F, kMmaTiles>(row, 4 * (G + kMmaWarps) + t, vecs, &vb);
+    MulGroup<F, NT, kMmaTiles>(va, 4 * G + t, sub, xl + G * 2048, acc);
+    G += kMmaWarps;
+    if (G >= groups) break;
+    if (G + kMmaWarps < groups) LoadGroup<F, kMmaTiles>(row, 4 * (G + kMmaWarps) + t, vecs, &va);
+    MulGroup<F, NT, kMmaTiles>(vb, 4 * G + t, sub, xl + G * 2048, acc);
+    G += kMmaWarps;
   }
   // acc[m][nt]: rows 16m + g (0, 1) and 16m + g + 8 (2, 3), columns 8nt + 2t (0, 2), + 1 (1, 3).
   __shared__ float sums[kMmaWarps][kRows][8 * NT];
@@ -349,14 +451,19 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
   }
 }
 
+// x (n, ldx) permuted into the scratch (PermuteXKernel), then the tensor-core pass.
 template <BlockFormat F>
 void MmaPass(const uint8_t* w, int rows, int cols, const __half* x, int64_t ldx, int n,
-             float* y, int64_t ldy, bool accumulate, cudaStream_t stream) {
+             float* y, int64_t ldy, bool accumulate, void* scratch, cudaStream_t stream) {
+  __half* xp = static_cast<__half*>(scratch);
+  const int groups = (cols / 32 + 3) / 4;
+  LaunchAfterPrevious(PermuteXKernel<F>, dim3((groups * 256 + 127) / 128), dim3(128), 0, stream,
+                      x, ldx, n, cols, xp);
   const int tiles = rows < kMmaOneTileRows ? 1 : 2;
   const dim3 grid((rows + 16 * tiles - 1) / (16 * tiles)), block(kMmaWarps * 32);
   const auto launch = [&](auto kernel) {
-    LaunchAfterPrevious(kernel, grid, block, 0, stream, w, rows, cols, x, ldx, n, y, ldy,
-                        accumulate);
+    LaunchAfterPrevious(kernel, grid, block, 0, stream, w, rows, cols,
+                        static_cast<const __half*>(xp), n, y, ldy, accumulate);
   };
   if (tiles == 1) {
     n <= 8 ? launch(BlockMmaKernel<F, 1, 1>) : launch(BlockMmaKernel<F, 2, 1>);
@@ -456,7 +563,10 @@ __global__ void FillRandomBlocksKernel(BlockFormat f, uint8_t* w, int64_t blocks
   }
 
 int64_t BlockGemvScratchBytes(int cols) {
-  return int64_t{kBlockGemvIntColumns} * cols + int64_t{kBlockGemvIntColumns} * (cols / 16) * 8;
+  const int64_t runs = int64_t{kBlockGemvIntColumns} * cols +
+                       int64_t{kBlockGemvIntColumns} * (cols / 16) * 8;
+  const int64_t permuted = int64_t{(cols / 32 + 3) / 4} * 2048 * 2;  // PermuteXKernel's
+  return runs > permuted ? runs : permuted;
 }
 
 std::string LaunchBlockGemv(BlockFormat format, const uint8_t* w, int rows, int cols,
@@ -477,7 +587,8 @@ std::string LaunchBlockGemv(BlockFormat format, const uint8_t* w, int rows, int 
                                                   stream));
     } else {
       VQ_BLOCK_FORMAT_SWITCH(format, MmaPass<F>(w, rows, cols, x + j0 * ldx, ldx, nj,
-                                                 y + j0 * ldy, ldy, accumulate, stream));
+                                                 y + j0 * ldy, ldy, accumulate, scratch,
+                                                 stream));
     }
   }
   VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());

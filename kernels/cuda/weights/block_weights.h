@@ -29,12 +29,14 @@ constexpr int kBlockGemvMaxColumns = 16;
 // 4.74-4.82 in integers, 4 columns 4.52-4.59 against 5.02-5.16; 2 columns 4.45 against 3.81-3.88).
 constexpr int kBlockGemvIntColumns = 2;
 
-// bytes of device scratch LaunchBlockGemv needs for rows of `cols` elements (x's int8 runs).
+// bytes of device scratch LaunchBlockGemv needs for rows of `cols` elements (x's int8 runs, or
+// x's 16 columns permuted for the tensor cores: 32 cols bytes).
 int64_t BlockGemvScratchBytes(int cols);
 
 // y (n, ldy) fp32, columns [0, rows): y[j][r] (+)= sum_k x[j][k] * w[r][k], x (n, ldx) fp16,
-// fp32 accumulation (x quantized as above in passes up to kBlockGemvIntColumns columns, into
-// `scratch` of BlockGemvScratchBytes(cols) bytes); each weight byte read once per pass.
+// fp32 accumulation (x quantized as above in passes up to kBlockGemvIntColumns columns, wider
+// ones permuted, into `scratch` of BlockGemvScratchBytes(cols) bytes); each weight byte read
+// once per pass.
 // n >= 1; w, x and scratch 16-byte aligned.
 std::string LaunchBlockGemv(BlockFormat format, const uint8_t* w, int rows, int cols,
                             const __half* x, int64_t ldx, int n, float* y, int64_t ldy,
