@@ -29,7 +29,7 @@ struct VecInferOptions {
   bool per_head = false;   // one codebook set per kv head instead of per layer
   // calibration only:
   int iterations = 30;       // lloyd iterations per codebook
-  int64_t max_samples = 0;   // training rows per codebook (0: 64 per centroid, at most 65536)
+  int64_t max_samples = 0;   // training rows per codebook (0: 32 per centroid, at most 32768)
   uint64_t seed = 1;
   int num_threads = 0;
 };

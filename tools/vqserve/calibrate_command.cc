@@ -25,7 +25,9 @@ namespace {
 constexpr char kUsage[] =
     "usage: vqserve calibrate --model M --text FILE --codec vecinfer|commvq|kivi\n"
     "         --k-bits B --v-bits B -o FILE.vqcb [--tokens N] [--seq-len N] [--seed S]\n"
-    "         [--iterations N] [--no-smooth] [--no-hadamard] [--per-head] [--threads N]\n";
+    "         [--iterations N] [--no-smooth] [--no-hadamard] [--per-head] [--threads N]\n"
+    "         [--max-samples N (vecinfer: rows each codebook trains on, a seeded subsample;\n"
+    "          default 32 a centroid, at most 32768)]\n";
 
 struct CalibrateFlags {
   std::string model = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
@@ -35,6 +37,7 @@ struct CalibrateFlags {
   int seq_len = 512;   // tokens per calibration sequence
   uint64_t seed = 1;
   int iterations = 30;
+  int64_t max_samples = 0;  // 0: the trainer's default
   bool smoothing = true, hadamard = true, per_head = false;
   int threads = 0;
 };
@@ -60,7 +63,7 @@ bool ParseFlags(int argc, char** argv, CalibrateFlags* f) {
       std::exit(0);
     } else if (a == "--model" || a == "--text" || a == "--codec" || a == "-o" || a == "--k-bits" ||
                a == "--v-bits" || a == "--tokens" || a == "--seq-len" || a == "--seed" ||
-               a == "--iterations" || a == "--threads") {
+               a == "--iterations" || a == "--threads" || a == "--max-samples") {
       const char* v = need();
       if (!v) return false;
       if (a == "--model") f->model = v;
@@ -74,6 +77,7 @@ bool ParseFlags(int argc, char** argv, CalibrateFlags* f) {
       if (a == "--seed") f->seed = std::strtoull(v, nullptr, 10);
       if (a == "--iterations") f->iterations = std::atoi(v);
       if (a == "--threads") f->threads = std::atoi(v);
+      if (a == "--max-samples") f->max_samples = std::atoll(v);
     } else {
       std::fprintf(stderr, "vqserve calibrate: unknown flag '%s'\n%s", a.c_str(), kUsage);
       return false;
@@ -87,7 +91,13 @@ bool ParseFlags(int argc, char** argv, CalibrateFlags* f) {
     std::fprintf(stderr, "vqserve calibrate: --codec must be vecinfer, commvq or kivi\n");
     return false;
   }
-  return f->tokens > 0 && f->seq_len > 0;
+  if (f->tokens <= 0 || f->seq_len <= 0 || f->max_samples < 0) {
+    std::fprintf(stderr,
+                 "vqserve calibrate: --tokens and --seq-len must be positive, --max-samples 0 "
+                 "or more\n");
+    return false;
+  }
+  return true;
 }
 
 void Progress(const std::string& line) { std::fprintf(stderr, "calibrate: %s\n", line.c_str()); }
@@ -121,6 +131,7 @@ int RunCalibrate(int argc, char** argv) {
     vopts.hadamard = flags.hadamard;
     vopts.per_head = flags.per_head;
     vopts.iterations = flags.iterations;
+    vopts.max_samples = flags.max_samples;
     vopts.seed = flags.seed;
     vopts.num_threads = flags.threads > 0 ? flags.threads : 0;
     if (auto s = PqSpecForBits(flags.k_bits); !s.ok()) return Fail(s.status());
@@ -158,6 +169,7 @@ int RunCalibrate(int argc, char** argv) {
                  {"seq_len", absl::StrCat(flags.seq_len)},
                  {"seed", absl::StrCat(flags.seed)},
                  {"iterations", absl::StrCat(flags.iterations)}};
+  if (flags.max_samples > 0) file.params["max_samples"] = absl::StrCat(flags.max_samples);
 
   if (flags.codec != "kivi") {
     std::ifstream in(flags.text, std::ios::binary);

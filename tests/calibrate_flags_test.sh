@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# `vqserve calibrate --max-samples`: a negative count is refused with one line naming the flag;
+# a small real calibration with --max-samples records it among the artifact's settings. exits
+# 77 (ctest: skipped) without the default model or Debian's fortunes (1 under CI).
+#   calibrate_flags_test.sh VQSERVE_BINARY SOURCE_DIR
+set -euo pipefail
+vqserve=$1 src=$2
+model=${VQSERVE_MODEL:-$src/models/SmolLM2-135M-Instruct.Q4_1.gguf}
+text=/usr/share/games/fortunes/fortunes
+for f in "$model" "$text"; do
+  if [ ! -f "$f" ]; then
+    echo "calibrate_flags: $f missing: skipped"
+    [ -n "${CI:-}" ] && exit 1
+    exit 77
+  fi
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+if "$vqserve" calibrate --model "$model" --text "$text" --codec vecinfer --max-samples -1 \
+     -o "$tmp/bad.vqcb" 2> "$tmp/err"; then
+  echo "FAIL: --max-samples -1 accepted"; exit 1
+fi
+grep -q -- "--max-samples 0 or more" "$tmp/err" || { echo "FAIL: no message"; cat "$tmp/err"; exit 1; }
+[ ! -e "$tmp/bad.vqcb" ] || { echo "FAIL: wrote a file"; exit 1; }
+"$vqserve" calibrate --model "$model" --text "$text" --codec vecinfer --k-bits 2 --v-bits 2 \
+  --tokens 512 --seq-len 256 --iterations 2 --max-samples 1024 -o "$tmp/ok.vqcb" 2> "$tmp/log"
+grep -a -q "max_samples.*1024" "$tmp/ok.vqcb" || { echo "FAIL: max_samples not recorded"; exit 1; }
+echo "calibrate_flags: ok"
