@@ -310,15 +310,21 @@ __device__ __forceinline__ void LoadGroup(const uint8_t* const (&row)[kMmaTiles]
 // part p of vector 4G + t of x's column c (zeros past the row or past n), at 8 (((4G + p) 16 +
 // c) 4 + t): a warp's B fragments of one part and 8 columns are 512 contiguous bytes.
 constexpr int kPermutedColumns = 16;
+// halves of one part (the 4 lanes' 8 elements of each column), of one n-tile's 8 columns within
+// it, and of one group (4 parts); pieces (16-byte writes) of one group.
+constexpr int kPermutedPartHalves = kPermutedColumns * 4 * 8;
+constexpr int kPermutedTileHalves = kPermutedPartHalves / 2;
+constexpr int kPermutedGroupHalves = 4 * kPermutedPartHalves;
+constexpr int kPermutedGroupPieces = kPermutedGroupHalves / 8;
 
-// grid over the groups * 256 pieces, one a thread: x (n, ldx) -> xp (groups * 2048 halves).
+// grid over the groups' pieces, one a thread: x (n, ldx) -> xp (groups * kPermutedGroupHalves).
 template <BlockFormat F>
 __global__ void PermuteXKernel(const __half* __restrict__ x, int64_t ldx, int n, int cols,
                                __half* __restrict__ xp) {
   GridDependencyWait();
   const int vecs = cols / 32, groups = (vecs + 3) / 4;
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= groups * 256) return;
+  if (i >= groups * kPermutedGroupPieces) return;
   const int t = i & 3, c = (i >> 2) & (kPermutedColumns - 1), p = (i >> 6) & 3, G = i >> 8;
   const int v = 4 * G + t;
   uint4 piece = make_uint4(0, 0, 0, 0);
@@ -348,7 +354,8 @@ __device__ __forceinline__ void MulGroup(const GroupVecs<F, kMmaTiles>& q, int v
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
         const uint4 raw =
-            __ldg(reinterpret_cast<const uint4*>(xl + (2 * r + pp) * 512 + nt * 256));
+            __ldg(reinterpret_cast<const uint4*>(xl + (2 * r + pp) * kPermutedPartHalves +
+                                                 nt * kPermutedTileHalves));
         b[nt][0] = raw.x, b[nt][1] = raw.y, b[nt][2] = raw.z, b[nt][3] = raw.w;
       }
 #pragma unroll
@@ -420,11 +427,11 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 2)
   GridDependencyWait();  // the first weights loaded while x's permutation finished
   while (G < groups) {
     if (G + kMmaWarps < groups) LoadGroup<F, kMmaTiles>(row, 4 * (G + kMmaWarps) + t, vecs, &vb);
-    MulGroup<F, NT, kMmaTiles>(va, 4 * G + t, sub, xl + G * 2048, acc);
+    MulGroup<F, NT, kMmaTiles>(va, 4 * G + t, sub, xl + G * kPermutedGroupHalves, acc);
     G += kMmaWarps;
     if (G >= groups) break;
     if (G + kMmaWarps < groups) LoadGroup<F, kMmaTiles>(row, 4 * (G + kMmaWarps) + t, vecs, &va);
-    MulGroup<F, NT, kMmaTiles>(vb, 4 * G + t, sub, xl + G * 2048, acc);
+    MulGroup<F, NT, kMmaTiles>(vb, 4 * G + t, sub, xl + G * kPermutedGroupHalves, acc);
     G += kMmaWarps;
   }
   // acc[m][nt]: rows 16m + g (0, 1) and 16m + g + 8 (2, 3), columns 8nt + 2t (0, 2), + 1 (1, 3).
@@ -457,7 +464,7 @@ void MmaPass(const uint8_t* w, int rows, int cols, const __half* x, int64_t ldx,
              float* y, int64_t ldy, bool accumulate, void* scratch, cudaStream_t stream) {
   __half* xp = static_cast<__half*>(scratch);
   const int groups = (cols / 32 + 3) / 4;
-  LaunchAfterPrevious(PermuteXKernel<F>, dim3((groups * 256 + 127) / 128), dim3(128), 0, stream,
+  LaunchAfterPrevious(PermuteXKernel<F>, dim3((groups * kPermutedGroupPieces + 127) / 128), dim3(128), 0, stream,
                       x, ldx, n, cols, xp);
   const int tiles = rows < kMmaOneTileRows ? 1 : 2;
   const dim3 grid((rows + 16 * tiles - 1) / (16 * tiles)), block(kMmaWarps * 32);
@@ -565,7 +572,7 @@ __global__ void FillRandomBlocksKernel(BlockFormat f, uint8_t* w, int64_t blocks
 int64_t BlockGemvScratchBytes(int cols) {
   const int64_t runs = int64_t{kBlockGemvIntColumns} * cols +
                        int64_t{kBlockGemvIntColumns} * (cols / 16) * 8;
-  const int64_t permuted = int64_t{(cols / 32 + 3) / 4} * 2048 * 2;  // PermuteXKernel's
+  const int64_t permuted = int64_t{(cols / 32 + 3) / 4} * kPermutedGroupHalves * 2;
   return runs > permuted ? runs : permuted;
 }
 
