@@ -129,6 +129,12 @@ def main():
     vi = vqcb("vecinfer-k2v2", (layers, kvh, heads, dim), {b"iters": b"8"},
               {b"lambda": lam, b"k_centroids": cents, b"v_centroids": cents})
     put("codebook_file", "vecinfer_k2v2.bin", b"\0" + vi)
+    eye = np.eye(dim, dtype=np.float32).tobytes()
+    pca = vqcb("vecinfer-k2v2-pca", (layers, kvh, heads, dim), {b"iters": b"8"},
+               {b"lambda": lam, b"k_centroids": cents, b"v_centroids": cents,
+                b"k_mean": np.zeros(dim, dtype=np.float32).tobytes(), b"k_transform": eye,
+                b"k_inverse": eye, b"k_dims": np.array([3, 5], dtype=np.int32).tobytes()})
+    put("codebook_file", "vecinfer_k2v2_pca.bin", b"\0" + pca)
     put("codebook_file", "commvq_empty.bin", b"\1" + vqcb("commvq-2", (1, 1, 1, 64), {}, {b"commvq": b"CVQB"}))
     put("codebook_file", "no_blobs.bin", b"\0" + vqcb("fp16", (2, 1, 2, 64), {b"a": b"b"}, {}))
 

@@ -202,6 +202,10 @@ TEST(CudaKvCacheForCodec, RefusesWhatTheGpuCannotHold) {
   for (const char* bad : {"kivi-k3v3", "commvq-3", "vecinfer-k5v5", "nonsense"}) {
     EXPECT_FALSE(CudaKvCodecSupported(bad, 128).ok()) << bad;
   }
+  // -pca keys have no cuda kernels yet: refused, saying so.
+  absl::Status pca = CudaKvCodecSupported("vecinfer-k2v2-pca", 64);
+  EXPECT_FALSE(pca.ok());
+  EXPECT_NE(pca.message().find("-pca keys run on the cpu only"), std::string::npos) << pca;
   EXPECT_FALSE(CudaKvCodecSupported("fp16", 96).ok());
 }
 

@@ -36,7 +36,8 @@ std::shared_ptr<const VecInferCodebooks> Train(const KvShape& s, const std::stri
 
 TEST(VecInferCodecTest, NamesRoundTrip) {
   for (std::string name : {"vecinfer-k2v2", "vecinfer-k4v2", "vecinfer-k1.5v1.5", "vecinfer-k3v1",
-                           "vecinfer-k2v2-nosmooth-nohadamard", "vecinfer-k2v2-perhead"}) {
+                           "vecinfer-k2v2-nosmooth-nohadamard", "vecinfer-k2v2-perhead",
+                           "vecinfer-k2v2-pca", "vecinfer-k4v2-perhead-pca"}) {
     auto o = VecInferOptionsForName(name);
     ASSERT_TRUE(o.ok()) << name;
     EXPECT_EQ(VecInferCodecName(*o), name);
@@ -44,6 +45,81 @@ TEST(VecInferCodecTest, NamesRoundTrip) {
   EXPECT_FALSE(VecInferOptionsForName("vecinfer-k5v2").ok());
   EXPECT_FALSE(VecInferOptionsForName("vecinfer-k2").ok());
   EXPECT_FALSE(VecInferOptionsForName("kivi-k2v2").ok());
+  // -pca: 8-bit key codes only, and it replaces smoothing and hadamard.
+  EXPECT_FALSE(VecInferOptionsForName("vecinfer-k3v2-pca").ok());
+  EXPECT_FALSE(VecInferOptionsForName("vecinfer-k2v2-nosmooth-pca").ok());
+  EXPECT_FALSE(VecInferOptionsForName("vecinfer-k2v2-nohadamard-pca").ok());
+}
+
+// -pca: DecodePage equals a float64 reference built from the blobs (transform in double,
+// nearest centroid per variable-size sub-vector, inverse transform); the blobs round-trip; a
+// k_dims blob whose sizes do not sum to head_dim is refused naming it.
+TEST(VecInferCodecTest, PcaKeysRoundTripAgainstFloat64) {
+  KvShape s{2, 2, 4, 64};
+  auto cb = Train(s, "vecinfer-k2v2-pca", 512);
+  auto codec = MakeVecInferCodec(cb);
+  const int P = 32, H = 2, D = 64, mk = 16;
+  EXPECT_EQ(codec->LayerPageBytes(), size_t(H) * P * (16 + 16));  // 2 bits an element, k and v
+  for (int layer = 0; layer < 2; ++layer) {
+    std::vector<float> k, v;
+    SyntheticKv(s, P, 91 + layer, &k, &v);
+    std::vector<uint8_t> page(codec->LayerPageBytes());
+    codec->EncodePage(layer, 0, k.data(), v.data(), page.data());
+    std::vector<float> dk(k.size()), dv(v.size());
+    codec->DecodePage(layer, 0, page.data(), dk.data(), dv.data());
+    for (int h = 0; h < H; ++h) {
+      const size_t at = size_t(layer) * H + h;
+      const float* mean = cb->k_mean.data() + at * D;
+      const float* t = cb->k_transform.data() + at * D * D;
+      const float* inv = cb->k_inverse.data() + at * D * D;
+      const int32_t* dims = cb->k_dims.data() + at * mk;
+      const float* books = cb->k_centroids.data() + at * 256 * D;
+      for (int tok = 0; tok < P; ++tok) {
+        const float* key = k.data() + (tok * H + h) * D;
+        std::vector<double> y(D, 0.0), rec(D, 0.0);
+        for (int i = 0; i < D; ++i) {
+          for (int j = 0; j < D; ++j) y[j] += (double(key[i]) - mean[i]) * t[i * D + j];
+        }
+        int off = 0;
+        for (int m = 0; m < mk; ++m) {
+          const int d = dims[m];
+          const float* c = books + size_t(off) * 256;
+          double best = std::numeric_limits<double>::infinity();
+          int arg = 0;
+          for (int e = 0; e < 256; ++e) {
+            double dist = 0;
+            for (int j = 0; j < d; ++j) dist += std::pow(y[off + j] - c[e * d + j], 2);
+            if (dist < best - 1e-9) {
+              best = dist;
+              arg = e;
+            }
+          }
+          for (int j = 0; j < d; ++j) rec[off + j] = c[arg * d + j];
+          off += d;
+        }
+        ASSERT_EQ(off, D);
+        for (int i = 0; i < D; ++i) {
+          double ki = mean[i];
+          for (int j = 0; j < D; ++j) ki += rec[j] * inv[j * D + i];
+          EXPECT_NEAR(dk[(tok * H + h) * D + i], ki, 1e-3 * (1 + std::fabs(ki))) << layer << " " << h;
+        }
+      }
+    }
+  }
+  auto blobs = cb->ToBlobs();
+  auto back = VecInferCodebooks::FromBlobs(s, cb->options, blobs);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->k_transform, cb->k_transform);
+  EXPECT_EQ(back->k_dims, cb->k_dims);
+  std::string& dims = blobs["k_dims"];
+  dims[0] = static_cast<char>(dims[0] + 1);  // head 0's sizes now sum to 65
+  auto bad = VecInferCodebooks::FromBlobs(s, cb->options, blobs);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find("k_dims"), std::string::npos) << bad.status();
+  blobs.erase("k_inverse");
+  bad = VecInferCodebooks::FromBlobs(s, cb->options, blobs);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find("k_inverse"), std::string::npos) << bad.status();
 }
 
 TEST(VecInferCodecTest, RoundTripPicksFloat64NearestCentroidsAndPacksTight) {
@@ -112,7 +188,8 @@ TEST(VecInferCodecTest, AttentionOnCodesEqualsDequantizeThenAttend) {
   for (int D : {64, 128}) {
     for (auto [kv, heads] : {std::pair{1, 1}, {3, 9}, {2, 8}}) {
       KvShape s{1, kv, heads, D};
-      for (std::string name : {"vecinfer-k2v2", "vecinfer-k4v1.5", "vecinfer-k3v4-nohadamard"}) {
+      for (std::string name : {"vecinfer-k2v2", "vecinfer-k4v1.5", "vecinfer-k3v4-nohadamard",
+                               "vecinfer-k2v2-pca"}) {
         auto codec = MakeVecInferCodec(Train(s, name, 128, 2));
         for (int n : {32, 77, 300}) {
           std::vector<float> k, v, q, unused;

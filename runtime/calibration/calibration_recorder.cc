@@ -7,8 +7,12 @@
 namespace vqserve {
 
 CalibrationRecorder::CalibrationRecorder(const KvShape& shape, float rope_theta, int max_tokens,
-                                         int num_slots, bool record_queries)
-    : shape_(shape), max_tokens_(max_tokens), record_queries_(record_queries) {
+                                         int num_slots, bool record_queries,
+                                         bool record_query_moments)
+    : shape_(shape),
+      max_tokens_(max_tokens),
+      record_queries_(record_queries),
+      record_query_moments_(record_query_moments) {
   spec_.codec = "fp32-recorder";
   spec_.page_tokens = 32;
   spec_.residual_tokens = 0;
@@ -18,6 +22,7 @@ CalibrationRecorder::CalibrationRecorder(const KvShape& shape, float rope_theta,
   data_.rope_theta = rope_theta;
   data_.layers.resize(shape.num_layers);
   queries_.resize(shape.num_layers);
+  num_queries_.assign(shape.num_layers, 0);
   queries_pending_.assign(shape.num_layers, 0);
   slots_.assign(num_slots, std::vector<LayerStore>(shape.num_layers));
 }
@@ -25,7 +30,23 @@ CalibrationRecorder::CalibrationRecorder(const KvShape& shape, float rope_theta,
 void CalibrationRecorder::ClearRecords() {
   for (auto& l : data_.layers) l = LayerSamples{};
   for (auto& q : queries_) q.clear();
+  std::fill(num_queries_.begin(), num_queries_.end(), 0);
   std::fill(queries_pending_.begin(), queries_pending_.end(), 0);
+}
+
+CalibrationData CalibrationRecorder::TakeData() {
+  const int D = shape_.head_dim;
+  for (int l = 0; l < shape_.num_layers; ++l) {
+    std::vector<double>& mom = data_.layers[l].q_moment;
+    const double n = static_cast<double>(std::max<int64_t>(num_queries_[l], 1));
+    for (size_t at = 0; at < mom.size(); at += static_cast<size_t>(D) * D) {
+      double* m = mom.data() + at;
+      for (int a = 0; a < D; ++a) {
+        for (int b = 0; b <= a; ++b) m[a * D + b] = m[b * D + a] = m[a * D + b] / n;
+      }
+    }
+  }
+  return std::move(data_);
 }
 
 void CalibrationRecorder::Append(int layer, const KvSeqRef& seq, int n, const float* k_pre_rope,
@@ -55,8 +76,22 @@ void CalibrationRecorder::Attend(int layer, const KvSeqRef& seq, int n, const fl
   if (record_queries_ && queries_pending_[layer] > 0) {
     queries_[layer].insert(queries_[layer].end(), q,
                            q + static_cast<size_t>(queries_pending_[layer]) * QH * D);
-    queries_pending_[layer] = 0;
   }
+  if (record_query_moments_ && queries_pending_[layer] > 0) {
+    std::vector<double>& mom = data_.layers[layer].q_moment;
+    mom.resize(static_cast<size_t>(H) * D * D, 0.0);
+    for (int i = 0; i < queries_pending_[layer]; ++i) {
+      for (int qh = 0; qh < QH; ++qh) {
+        const float* qv = q + (static_cast<size_t>(i) * QH + qh) * D;
+        double* m = mom.data() + static_cast<size_t>(qh / group) * D * D;
+        for (int a = 0; a < D; ++a) {
+          for (int b = 0; b <= a; ++b) m[a * D + b] += static_cast<double>(qv[a]) * qv[b];
+        }
+      }
+    }
+    num_queries_[layer] += static_cast<int64_t>(queries_pending_[layer]) * group;
+  }
+  queries_pending_[layer] = 0;
   const LayerStore& st = slots_[seq.slot][layer];
   std::vector<float> s;
   for (int i = 0; i < n; ++i) {

@@ -12,7 +12,8 @@ namespace vqserve {
 
 // fits the smoothing factors lambda_i = sqrt(max_t |K[t,i]|) per layer and kv head on post-rope
 // keys, then trains one k-means codebook per layer (or kv head) and sub-space for transformed
-// keys and for values. deterministic for options.seed. progress gets one line per layer.
+// keys and for values. with options.key_pca the keys' transform and sub-vector sizes come from
+// FitKeyPca / SplitAxes per kv head instead, which needs data's q_moment. deterministic for options.seed. progress gets one line per layer.
 absl::StatusOr<VecInferCodebooks> TrainVecInfer(
     const CalibrationData& data, const VecInferOptions& options,
     const std::function<void(const std::string&)>& progress = nullptr);

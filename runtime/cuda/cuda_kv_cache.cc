@@ -24,7 +24,8 @@ namespace vqserve {
 namespace {
 constexpr char kCudaCodecs[] =
     "fp16, kivi-k2v2, kivi-k4v4, vecinfer-kXvY for X, Y in 4, 3, 2, 1.5, 1 "
-    "(with any of the -nosmooth, -nohadamard, -perhead suffixes), commvq-2, commvq-1";
+    "(with any of the -nosmooth, -nohadamard, -perhead suffixes; -pca keys run on the cpu only), "
+    "commvq-2, commvq-1";
 }  // namespace
 
 absl::Status CudaKvCodecSupported(const std::string& name, int head_dim) {
@@ -41,7 +42,7 @@ absl::Status CudaKvCodecSupported(const std::string& name, int head_dim) {
     absl::StatusOr<VecInferOptions> o = VecInferOptionsForName(name);
     absl::StatusOr<PqSpec> k = o.ok() ? PqSpecForBits(o->k_bits) : o.status();
     absl::StatusOr<PqSpec> v = o.ok() ? PqSpecForBits(o->v_bits) : o.status();
-    ok = k.ok() && v.ok();  // every width: the decode dispatch picks the kernel
+    ok = k.ok() && v.ok() && !o->key_pca;  // every width: the decode dispatch picks the kernel
   }
   if (ok) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat("kv codec '", name, "' cannot be held by the "

@@ -75,6 +75,7 @@ class VecInferCodec final : public KvCodec {
     D_ = shape_.head_dim;
     H_ = shape_.num_kv_heads;
     G_ = o.per_head ? H_ : 1;
+    GK_ = o.key_pca ? H_ : G_;
     mk_ = D_ / kspec_.sub_dim;
     mv_ = D_ / vspec_.sub_dim;
     nk_ = 1 << kspec_.code_bits;
@@ -82,11 +83,17 @@ class VecInferCodec final : public KvCodec {
     k_row_bytes_ = mk_ * kspec_.code_bits / 8;
     v_row_bytes_ = mv_ * vspec_.code_bits / 8;
     for (int l = 0; l < shape_.num_layers; ++l) {
-      for (int g = 0; g < G_; ++g) {
+      for (int g = 0; g < GK_; ++g) {
+        int off = 0;
         for (int m = 0; m < mk_; ++m) {
-          k_index_.emplace_back(KCentroids(l, g) + static_cast<size_t>(m) * nk_ * kspec_.sub_dim, nk_,
-                                kspec_.sub_dim);
+          const int d = o.key_pca ? cb_->k_dims[(static_cast<size_t>(l) * GK_ + g) * mk_ + m] : kspec_.sub_dim;
+          k_off_.push_back(off);
+          k_dim_.push_back(d);
+          k_index_.emplace_back(KCentroids(l, g) + static_cast<size_t>(off) * nk_, nk_, d);
+          off += d;
         }
+      }
+      for (int g = 0; g < G_; ++g) {
         for (int m = 0; m < mv_; ++m) {
           v_index_.emplace_back(VCentroids(l, g) + static_cast<size_t>(m) * nv_ * vspec_.sub_dim, nv_,
                                 vspec_.sub_dim);
@@ -101,7 +108,9 @@ class VecInferCodec final : public KvCodec {
     return static_cast<size_t>(H_) * page_tokens() * (k_row_bytes_ + v_row_bytes_);
   }
   size_t FixedBytes() const override {
-    return (cb_->lambda.size() + cb_->k_centroids.size() + cb_->v_centroids.size()) * sizeof(float);
+    return (cb_->lambda.size() + cb_->k_centroids.size() + cb_->v_centroids.size() + cb_->k_mean.size() +
+            cb_->k_transform.size() + cb_->k_inverse.size()) * sizeof(float) +
+           cb_->k_dims.size() * sizeof(int32_t);
   }
 
   void EncodePage(int layer, int first_pos, const float* k, const float* v,
@@ -113,11 +122,12 @@ class VecInferCodec final : public KvCodec {
     uint8_t* vdst = dst + static_cast<size_t>(H_) * P * k_row_bytes_;
     for (int h = 0; h < H_; ++h) {
       const int g = o_per_head() ? h : 0;
+      const int gk = KGroup(h);
       for (int t = 0; t < P; ++t) {
         const float* kin = k + (static_cast<size_t>(t) * H_ + h) * D_;
         TransformKey(layer, h, kin, x.data());
         for (int m = 0; m < mk_; ++m) {
-          codes[m] = static_cast<uint16_t>(KIndex(layer, g, m).Nearest(x.data() + m * kspec_.sub_dim));
+          codes[m] = static_cast<uint16_t>(KIndex(layer, gk, m).Nearest(x.data() + KOff(layer, gk, m)));
         }
         PackCodes(codes.data(), mk_, kspec_.code_bits, kdst + (static_cast<size_t>(h) * P + t) * k_row_bytes_);
         const float* vin = v + (static_cast<size_t>(t) * H_ + h) * D_;
@@ -134,7 +144,7 @@ class VecInferCodec final : public KvCodec {
     if (num_tokens <= 0) return;
     const int P = page_tokens();
     const int group = shape_.num_heads / H_;
-    const int dk = kspec_.sub_dim, dv = vspec_.sub_dim;
+    const int dv = vspec_.sub_dim;
     const float scale = 1.0f / std::sqrt(static_cast<float>(D_));
     thread_local std::vector<uint16_t> kcodes, vcodes;
     thread_local std::vector<float> lut, scores, psum, qt, out;
@@ -161,15 +171,18 @@ class VecInferCodec final : public KvCodec {
                       vcodes.data() + (static_cast<size_t>(j) * P + t) * mv_);
         }
       }
-      const float* ck = KCentroids(layer, g);
+      const int gk = KGroup(h);
+      const float* ck = KCentroids(layer, gk);
       const float* cv = VCentroids(layer, g);
       for (int r = 0; r < group; ++r) {
         const int qh = h * group + r;
-        TransformQuery(layer, h, q + static_cast<size_t>(qh) * D_, qt.data());
+        // q . k^ = q~ . y^ + bias (bias = q . mean with key_pca, else 0)
+        const float bias = TransformQuery(layer, h, q + static_cast<size_t>(qh) * D_, qt.data()) * scale;
         // lut[m][c] = q~_m . Ck[m][c] / sqrt(D)
         for (int m = 0; m < mk_; ++m) {
-          const float* qm = qt.data() + m * dk;
-          const float* c = ck + static_cast<size_t>(m) * nk_ * dk;
+          const int dk = KDim(layer, gk, m), off = KOff(layer, gk, m);
+          const float* qm = qt.data() + off;
+          const float* c = ck + static_cast<size_t>(off) * nk_;
           float* row = lut.data() + static_cast<size_t>(m) * nk_;
           for (int e = 0; e < nk_; ++e) {
             float s = 0;
@@ -180,7 +193,7 @@ class VecInferCodec final : public KvCodec {
         float smax = -std::numeric_limits<float>::infinity();
         for (int t = 0; t < num_tokens; ++t) {
           const uint16_t* code = kcodes.data() + static_cast<size_t>(t) * mk_;
-          float s = 0;
+          float s = bias;
           for (int m = 0; m < mk_; ++m) s += lut[static_cast<size_t>(m) * nk_ + code[m]];
           scores[t] = s;
           smax = std::max(smax, s);
@@ -221,21 +234,21 @@ class VecInferCodec final : public KvCodec {
     const int P = page_tokens();
     std::vector<uint16_t> codes(std::max(mk_, mv_));
     const uint8_t* vsrc = src + static_cast<size_t>(H_) * P * k_row_bytes_;
-    const int dk = kspec_.sub_dim, dv = vspec_.sub_dim;
+    const int dv = vspec_.sub_dim;
+    std::vector<float> y(D_);
     for (int h = 0; h < H_; ++h) {
       const int g = o_per_head() ? h : 0;
-      const float* ck = KCentroids(layer, g);
+      const int gk = KGroup(h);
+      const float* ck = KCentroids(layer, gk);
       const float* cv = VCentroids(layer, g);
-      const float* lam = cb_->lambda.data() + (static_cast<size_t>(layer) * H_ + h) * D_;
       for (int t = 0; t < P; ++t) {
         float* kout = k_rope + (static_cast<size_t>(t) * H_ + h) * D_;
         UnpackCodes(src + (static_cast<size_t>(h) * P + t) * k_row_bytes_, mk_, kspec_.code_bits, codes.data());
         for (int m = 0; m < mk_; ++m) {
-          std::memcpy(kout + m * dk, ck + (static_cast<size_t>(m) * nk_ + codes[m]) * dk, dk * sizeof(float));
+          const int dk = KDim(layer, gk, m), off = KOff(layer, gk, m);
+          std::memcpy(y.data() + off, ck + static_cast<size_t>(off) * nk_ + codes[m] * dk, dk * sizeof(float));
         }
-        // inverse of k~ = H (k / lambda): k = lambda * H k~ (H is its own inverse).
-        if (cb_->options.hadamard) kernels::FastWalshHadamard(kout, D_);
-        for (int i = 0; i < D_; ++i) kout[i] *= lam[i];
+        UntransformKey(layer, h, y.data(), kout);
         float* vout = v + (static_cast<size_t>(t) * H_ + h) * D_;
         UnpackCodes(vsrc + (static_cast<size_t>(h) * P + t) * v_row_bytes_, mv_, vspec_.code_bits, codes.data());
         for (int m = 0; m < mv_; ++m) {
@@ -247,36 +260,85 @@ class VecInferCodec final : public KvCodec {
 
  private:
   bool o_per_head() const { return cb_->options.per_head; }
+  bool o_pca() const { return cb_->options.key_pca; }
+  int KGroup(int h) const { return GK_ == H_ ? h : 0; }
   const float* KCentroids(int layer, int g) const {
-    return cb_->k_centroids.data() + (static_cast<size_t>(layer) * G_ + g) * mk_ * nk_ * kspec_.sub_dim;
+    return cb_->k_centroids.data() + (static_cast<size_t>(layer) * GK_ + g) * nk_ * D_;
   }
+  // sub-vector m of key group g: dims [KOff, KOff + KDim) of the transformed key; its codebook
+  // (nk, KDim) starts at KCentroids + nk * KOff.
+  int KOff(int layer, int g, int m) const { return k_off_[(static_cast<size_t>(layer) * GK_ + g) * mk_ + m]; }
+  int KDim(int layer, int g, int m) const { return k_dim_[(static_cast<size_t>(layer) * GK_ + g) * mk_ + m]; }
+  size_t HeadAt(int layer, int h) const { return static_cast<size_t>(layer) * H_ + h; }
   const float* VCentroids(int layer, int g) const {
     return cb_->v_centroids.data() + (static_cast<size_t>(layer) * G_ + g) * mv_ * nv_ * vspec_.sub_dim;
   }
   const kernels::NearestCentroidIndex& KIndex(int layer, int g, int m) const {
-    return k_index_[(static_cast<size_t>(layer) * G_ + g) * mk_ + m];
+    return k_index_[(static_cast<size_t>(layer) * GK_ + g) * mk_ + m];
   }
   const kernels::NearestCentroidIndex& VIndex(int layer, int g, int m) const {
     return v_index_[(static_cast<size_t>(layer) * G_ + g) * mv_ + m];
   }
-  // k~ = H (k / lambda)
+  // k~ = H (k / lambda); with key_pca k~ = (k - mean) T.
   void TransformKey(int layer, int h, const float* k, float* out) const {
-    const float* lam = cb_->lambda.data() + (static_cast<size_t>(layer) * H_ + h) * D_;
+    if (o_pca()) {
+      const float* mean = cb_->k_mean.data() + HeadAt(layer, h) * D_;
+      const float* t = cb_->k_transform.data() + HeadAt(layer, h) * D_ * D_;
+      std::fill(out, out + D_, 0.0f);
+      for (int i = 0; i < D_; ++i) {
+        const float c = k[i] - mean[i];
+        for (int j = 0; j < D_; ++j) out[j] += c * t[i * D_ + j];
+      }
+      return;
+    }
+    const float* lam = cb_->lambda.data() + HeadAt(layer, h) * D_;
     for (int i = 0; i < D_; ++i) out[i] = k[i] / lam[i];
     if (cb_->options.hadamard) kernels::FastWalshHadamard(out, D_);
   }
-  // q~ = H (q * lambda), so q~ . k~ = q . k
-  void TransformQuery(int layer, int h, const float* q, float* out) const {
-    const float* lam = cb_->lambda.data() + (static_cast<size_t>(layer) * H_ + h) * D_;
+  // inverse of TransformKey: k = lambda * H k~ (H is its own inverse); with key_pca
+  // k = mean + k~ T^-1.
+  void UntransformKey(int layer, int h, const float* y, float* k) const {
+    if (o_pca()) {
+      const float* mean = cb_->k_mean.data() + HeadAt(layer, h) * D_;
+      const float* inv = cb_->k_inverse.data() + HeadAt(layer, h) * D_ * D_;
+      std::copy(mean, mean + D_, k);
+      for (int j = 0; j < D_; ++j) {
+        for (int i = 0; i < D_; ++i) k[i] += y[j] * inv[j * D_ + i];
+      }
+      return;
+    }
+    const float* lam = cb_->lambda.data() + HeadAt(layer, h) * D_;
+    std::copy(y, y + D_, k);
+    if (cb_->options.hadamard) kernels::FastWalshHadamard(k, D_);
+    for (int i = 0; i < D_; ++i) k[i] *= lam[i];
+  }
+  // q~ = H (q * lambda), so q~ . k~ = q . k; with key_pca q~ = T^-1 q, so q~ . k~ + q . mean =
+  // q . k. returns the part of the score that does not depend on the code (q . mean, or 0).
+  float TransformQuery(int layer, int h, const float* q, float* out) const {
+    if (o_pca()) {
+      const float* mean = cb_->k_mean.data() + HeadAt(layer, h) * D_;
+      const float* inv = cb_->k_inverse.data() + HeadAt(layer, h) * D_ * D_;
+      float bias = 0;
+      for (int i = 0; i < D_; ++i) bias += q[i] * mean[i];
+      for (int j = 0; j < D_; ++j) {
+        float s = 0;
+        for (int i = 0; i < D_; ++i) s += inv[j * D_ + i] * q[i];
+        out[j] = s;
+      }
+      return bias;
+    }
+    const float* lam = cb_->lambda.data() + HeadAt(layer, h) * D_;
     for (int i = 0; i < D_; ++i) out[i] = q[i] * lam[i];
     if (cb_->options.hadamard) kernels::FastWalshHadamard(out, D_);
+    return 0.0f;
   }
 
   std::shared_ptr<const VecInferCodebooks> cb_;
   KvShape shape_;
   PqSpec kspec_, vspec_;
-  int D_ = 0, H_ = 0, G_ = 1, mk_ = 0, mv_ = 0, nk_ = 0, nv_ = 0;
+  int D_ = 0, H_ = 0, G_ = 1, GK_ = 1, mk_ = 0, mv_ = 0, nk_ = 0, nv_ = 0;
   int k_row_bytes_ = 0, v_row_bytes_ = 0;
+  std::vector<int> k_off_, k_dim_;  // (layers, GK, mk) key sub-vector offsets and sizes
   std::vector<kernels::NearestCentroidIndex> k_index_, v_index_;
 };
 
@@ -287,6 +349,7 @@ std::string VecInferCodecName(const VecInferOptions& o) {
   if (!o.smoothing) name += "-nosmooth";
   if (!o.hadamard) name += "-nohadamard";
   if (o.per_head) name += "-perhead";
+  if (o.key_pca) name += "-pca";
   return name;
 }
 
@@ -314,17 +377,32 @@ absl::StatusOr<VecInferOptions> VecInferOptionsForName(const std::string& name) 
       o.hadamard = false;
     } else if (parts[i] == "perhead") {
       o.per_head = true;
+    } else if (parts[i] == "pca") {
+      o.key_pca = true;
     } else {
       return bad(absl::StrCat("unknown option '", parts[i], "'"));
     }
+  }
+  if (o.key_pca && (!o.smoothing || !o.hadamard)) return bad("-pca replaces smoothing and hadamard");
+  if (o.key_pca && PqSpecForBits(o.k_bits)->code_bits != 8) {
+    return bad("-pca needs 8-bit key codes (key bits 4, 2 or 1)");
   }
   return o;
 }
 
 std::map<std::string, std::string> VecInferCodebooks::ToBlobs() const {
-  return {{"lambda", FloatsToBlob(lambda)},
-          {"k_centroids", FloatsToBlob(k_centroids)},
-          {"v_centroids", FloatsToBlob(v_centroids)}};
+  std::map<std::string, std::string> blobs = {{"lambda", FloatsToBlob(lambda)},
+                                              {"k_centroids", FloatsToBlob(k_centroids)},
+                                              {"v_centroids", FloatsToBlob(v_centroids)}};
+  if (options.key_pca) {
+    blobs["k_mean"] = FloatsToBlob(k_mean);
+    blobs["k_transform"] = FloatsToBlob(k_transform);
+    blobs["k_inverse"] = FloatsToBlob(k_inverse);
+    std::string dims(k_dims.size() * sizeof(int32_t), '\0');
+    std::memcpy(dims.data(), k_dims.data(), dims.size());
+    blobs["k_dims"] = std::move(dims);
+  }
+  return blobs;
 }
 
 absl::StatusOr<VecInferCodebooks> VecInferCodebooks::FromBlobs(
@@ -344,29 +422,64 @@ absl::StatusOr<VecInferCodebooks> VecInferCodebooks::FromBlobs(
   cb.options = options;
   cb.shape = shape;
   const size_t g = options.per_head ? shape.num_kv_heads : 1;
-  const size_t lambda_n = static_cast<size_t>(shape.num_layers) * shape.num_kv_heads * shape.head_dim;
-  const size_t k_n = shape.num_layers * g * shape.head_dim * (size_t{1} << ks->code_bits);
-  const size_t v_n = shape.num_layers * g * shape.head_dim * (size_t{1} << vs->code_bits);
+  const size_t gk = options.key_pca ? shape.num_kv_heads : g;
+  const size_t heads = static_cast<size_t>(shape.num_layers) * shape.num_kv_heads;
+  const size_t D = shape.head_dim;
+  const size_t k_n = shape.num_layers * gk * D * (size_t{1} << ks->code_bits);
+  const size_t v_n = shape.num_layers * g * D * (size_t{1} << vs->code_bits);
+  auto take = [&](const char* name, size_t n, void* dst) -> absl::Status {
+    auto it = blobs.find(name);
+    if (it == blobs.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("vecinfer codebooks lack blob '", name, "'"));
+    }
+    if (it->second.size() != n * 4) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("vecinfer blob '%s' has %d bytes, expected %d", name, it->second.size(), n * 4));
+    }
+    std::memcpy(dst, it->second.data(), it->second.size());
+    return absl::OkStatus();
+  };
   struct Want {
     const char* name;
     size_t n;
     std::vector<float>* dst;
-  } wants[] = {{"lambda", lambda_n, &cb.lambda}, {"k_centroids", k_n, &cb.k_centroids},
-               {"v_centroids", v_n, &cb.v_centroids}};
+  };
+  std::vector<Want> wants = {{"lambda", heads * D, &cb.lambda}, {"k_centroids", k_n, &cb.k_centroids},
+                             {"v_centroids", v_n, &cb.v_centroids}};
+  if (options.key_pca) {
+    wants.push_back({"k_mean", heads * D, &cb.k_mean});
+    wants.push_back({"k_transform", heads * D * D, &cb.k_transform});
+    wants.push_back({"k_inverse", heads * D * D, &cb.k_inverse});
+  }
   for (const Want& w : wants) {
-    auto it = blobs.find(w.name);
-    if (it == blobs.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("vecinfer codebooks lack blob '", w.name, "'"));
-    }
-    if (it->second.size() != w.n * sizeof(float)) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "vecinfer blob '%s' has %d bytes, expected %d", w.name, it->second.size(), w.n * sizeof(float)));
-    }
     w.dst->resize(w.n);
-    std::memcpy(w.dst->data(), it->second.data(), it->second.size());
+    if (absl::Status st = take(w.name, w.n, w.dst->data()); !st.ok()) return st;
+    for (float x : *w.dst) {
+      if (!std::isfinite(x)) {
+        return absl::InvalidArgumentError(absl::StrCat("vecinfer blob '", w.name, "' holds a non-finite value"));
+      }
+    }
   }
   for (float l : cb.lambda) {
-    if (!(l > 0) || !std::isfinite(l)) return absl::InvalidArgumentError("vecinfer lambda not positive");
+    if (!(l > 0)) return absl::InvalidArgumentError("vecinfer lambda not positive");
+  }
+  if (options.key_pca) {
+    const int mk = shape.head_dim / ks->sub_dim;
+    cb.k_dims.resize(heads * mk);
+    if (absl::Status st = take("k_dims", cb.k_dims.size(), cb.k_dims.data()); !st.ok()) return st;
+    for (size_t at = 0; at < cb.k_dims.size(); at += mk) {
+      int64_t sum = 0;
+      bool positive = true;
+      for (int m = 0; m < mk; ++m) {
+        positive = positive && cb.k_dims[at + m] >= 1;
+        sum += cb.k_dims[at + m];
+      }
+      if (!positive || sum != shape.head_dim) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "vecinfer blob 'k_dims': the sub-vector sizes of head %d are not positive with sum head_dim %d", at / mk,
+            shape.head_dim));
+      }
+    }
   }
   return cb;
 }

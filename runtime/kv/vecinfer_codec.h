@@ -27,6 +27,10 @@ struct VecInferOptions {
   bool smoothing = true;   // per-channel lambda on keys
   bool hadamard = true;    // walsh-hadamard rotation on keys
   bool per_head = false;   // one codebook set per kv head instead of per layer
+  // keys in score-whitened principal axes (runtime/calibration/key_pca.h) with sub-vectors of
+  // calibrated sizes, one key codebook set per kv head, in place of smoothing and hadamard.
+  // needs 8-bit key codes (k_bits 4, 2 or 1).
+  bool key_pca = false;
   // calibration only:
   int iterations = 30;       // lloyd iterations per codebook
   int64_t max_samples = 0;   // training rows per codebook (0: 32 per centroid, at most 32768)
@@ -34,7 +38,7 @@ struct VecInferOptions {
   int num_threads = 0;
 };
 
-// "vecinfer-k2v2", with suffixes "-nosmooth", "-nohadamard", "-perhead" for the options.
+// "vecinfer-k2v2", with suffixes "-nosmooth", "-nohadamard", "-perhead", "-pca" for the options.
 std::string VecInferCodecName(const VecInferOptions& options);
 // parses a name written by VecInferCodecName.
 absl::StatusOr<VecInferOptions> VecInferOptionsForName(const std::string& name);
@@ -46,8 +50,15 @@ struct VecInferCodebooks {
   std::vector<float> lambda;       // (layers, kv_heads, head_dim); ones without smoothing
   std::vector<float> k_centroids;  // (layers, g, head_dim / dk, 2^bk, dk), transformed space
   std::vector<float> v_centroids;  // (layers, g, head_dim / dv, 2^bv, dv)
+  // key_pca only (g = kv_heads for the keys; sub-vector m of a head spans dims
+  // [sum k_dims[< m], + k_dims[m]) and its codebook is (2^bk, k_dims[m]) at 2^bk * that offset):
+  std::vector<float> k_mean;       // (layers, kv_heads, head_dim)
+  std::vector<float> k_transform;  // (layers, kv_heads, head_dim, head_dim) KeyPca::transform
+  std::vector<float> k_inverse;    // (layers, kv_heads, head_dim, head_dim) KeyPca::inverse
+  std::vector<int32_t> k_dims;     // (layers, kv_heads, head_dim / dk) sub-vector sizes
 
-  // named little-endian fp32 arrays ("lambda", "k_centroids", "v_centroids").
+  // named little-endian arrays: fp32 "lambda", "k_centroids", "v_centroids"; with key_pca also
+  // fp32 "k_mean", "k_transform", "k_inverse" and int32 "k_dims".
   std::map<std::string, std::string> ToBlobs() const;
   // rebuilds from blobs, checking every size against shape and options.
   static absl::StatusOr<VecInferCodebooks> FromBlobs(const KvShape& shape,

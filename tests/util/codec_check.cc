@@ -48,6 +48,19 @@ CalibrationData SyntheticCalibration(const KvShape& shape, int tokens, uint64_t 
     ls.v.erase(ls.v.begin(), ls.v.begin() + skip * row);
     ls.num_tokens = tokens;
     for (int t = 0; t < tokens; ++t) ls.positions.push_back(t);
+    // the queries' second moment per kv head (for vecinfer -pca): 0.5 I + u u^T, u ~ N(0, 1).
+    std::mt19937_64 rng(seed + 100 * l + 7);
+    std::normal_distribution<double> normal(0.0, 1.0);
+    const int D = shape.head_dim;
+    ls.q_moment.assign(static_cast<size_t>(shape.num_kv_heads) * D * D, 0.0);
+    for (int h = 0; h < shape.num_kv_heads; ++h) {
+      std::vector<double> u(D);
+      for (double& x : u) x = normal(rng);
+      double* m = ls.q_moment.data() + static_cast<size_t>(h) * D * D;
+      for (int i = 0; i < D; ++i) {
+        for (int j = 0; j < D; ++j) m[i * D + j] = u[i] * u[j] + (i == j ? 0.5 : 0.0);
+      }
+    }
   }
   return data;
 }

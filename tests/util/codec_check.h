@@ -18,7 +18,8 @@ void SyntheticKv(const KvShape& shape, int tokens, uint64_t seed, std::vector<fl
 // calibration data of `tokens` synthetic tokens per layer (post-rope keys and values): layer l
 // holds tokens [skip, skip + tokens) of SyntheticKv(shape, ..., seed + 100 l), the stream
 // CheckPagedDecode(codec, n, chunk, seed) feeds layer l. with skip >= n a codebook is trained on
-// tokens of the same distribution that the checked stream does not contain.
+// tokens of the same distribution that the checked stream does not contain. q_moment holds a
+// synthetic queries' second moment per kv head (0.5 I + u u^T).
 CalibrationData SyntheticCalibration(const KvShape& shape, int tokens, uint64_t seed,
                                      int skip = 0);
 

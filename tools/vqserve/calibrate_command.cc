@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "runtime/calibration/calibration_recorder.h"
+#include "runtime/model/llama_weights.h"
 #include "runtime/kv/codebook_file.h"
 #include "runtime/kv/commvq_codec.h"
 #include "runtime/calibration/commvq_trainer.h"
@@ -26,6 +27,8 @@ constexpr char kUsage[] =
     "usage: vqserve calibrate --model M --text FILE --codec vecinfer|commvq|kivi\n"
     "         --k-bits B --v-bits B -o FILE.vqcb [--tokens N] [--seq-len N] [--seed S]\n"
     "         [--iterations N] [--no-smooth] [--no-hadamard] [--per-head] [--threads N]\n"
+    "         [--pca-keys (vecinfer: keys in score-whitened principal axes, sub-vectors sized\n"
+    "          by their variance, books per kv head; in place of smoothing and hadamard)]\n"
     "         [--max-samples N (vecinfer: rows each codebook trains on, a seeded subsample;\n"
     "          default 32 a centroid, at most 32768)]\n";
 
@@ -38,7 +41,7 @@ struct CalibrateFlags {
   uint64_t seed = 1;
   int iterations = 30;
   int64_t max_samples = 0;  // 0: the trainer's default
-  bool smoothing = true, hadamard = true, per_head = false;
+  bool smoothing = true, hadamard = true, per_head = false, pca_keys = false;
   int threads = 0;
 };
 
@@ -58,6 +61,8 @@ bool ParseFlags(int argc, char** argv, CalibrateFlags* f) {
       f->hadamard = false;
     } else if (a == "--per-head") {
       f->per_head = true;
+    } else if (a == "--pca-keys") {
+      f->pca_keys = true;
     } else if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stderr);
       std::exit(0);
@@ -130,6 +135,7 @@ int RunCalibrate(int argc, char** argv) {
     vopts.smoothing = flags.smoothing;
     vopts.hadamard = flags.hadamard;
     vopts.per_head = flags.per_head;
+    vopts.key_pca = flags.pca_keys;
     vopts.iterations = flags.iterations;
     vopts.max_samples = flags.max_samples;
     vopts.seed = flags.seed;
@@ -137,6 +143,8 @@ int RunCalibrate(int argc, char** argv) {
     if (auto s = PqSpecForBits(flags.k_bits); !s.ok()) return Fail(s.status());
     if (auto s = PqSpecForBits(flags.v_bits); !s.ok()) return Fail(s.status());
     file.codec = VecInferCodecName(vopts);
+    // the name's parser holds the option rules (-pca: 8-bit key codes, no -nosmooth/-nohadamard).
+    if (auto o = VecInferOptionsForName(file.codec); !o.ok()) return Fail(o.status());
   }
 
   auto gguf = GgufFile::Open(flags.model);
@@ -184,7 +192,8 @@ int RunCalibrate(int argc, char** argv) {
     }
     Progress(absl::StrFormat("%s: %d tokens in the text, recording %d in sequences of %d", flags.text,
                              ids.size(), usable, flags.seq_len));
-    CalibrationRecorder recorder(shape, m.config().rope_theta, usable);
+    CalibrationRecorder recorder(shape, m.config().rope_theta, usable, /*num_slots=*/1,
+                                 /*record_queries=*/false, /*record_query_moments=*/vopts.key_pca);
     std::vector<float> logits;
     for (int start = 0; start + flags.seq_len <= usable; start += flags.seq_len) {
       std::vector<int32_t> seq_ids;
@@ -200,6 +209,15 @@ int RunCalibrate(int argc, char** argv) {
       Progress(absl::StrFormat("forward %d/%d tokens (%.1fs)", start + flags.seq_len, usable, seconds()));
     }
     CalibrationData data = recorder.TakeData();
+    if (vopts.key_pca) {
+      auto reopened = GgufFile::Open(flags.model);
+      if (!reopened.ok()) return Fail(reopened.status());
+      auto freqs = LlamaRopeFrequencies(m.config(), **reopened);
+      if (!freqs.ok()) return Fail(freqs.status());
+      data.rope_freqs = *freqs;
+      data.context_length = m.config().context_length;
+      file.params["rope_positions"] = absl::StrCat(data.context_length);
+    }
     if (flags.codec == "vecinfer") {
       auto cb = TrainVecInfer(data, vopts, Progress);
       if (!cb.ok()) return Fail(cb.status());
