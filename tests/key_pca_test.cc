@@ -258,7 +258,8 @@ std::vector<float> Freqs(int D, float theta) {
   return cpu::RopeFrequencies(rp);
 }
 
-TEST(KeyPcaTest, ShiftRopeIsTheModelsRopeFurtherOn) {
+// the calibration's shift: the model's rope at p, then at s, is its rope at p + s.
+TEST(KeyPcaTest, RopeShiftIsRopeFurtherOn) {
   const int D = 64;
   const std::vector<float> freqs = Freqs(D, 10000.0f);
   std::mt19937_64 rng(8);
@@ -271,7 +272,8 @@ TEST(KeyPcaTest, ShiftRopeIsTheModelsRopeFurtherOn) {
       const int32_t at = p, further = p + shift;
       cpu::ApplyRope(a.data(), 1, 1, D, &at, freqs);
       cpu::ApplyRope(b.data(), 1, 1, D, &further, freqs);
-      ShiftRope(a.data(), D, shift, freqs);
+      const int32_t by = shift;
+      cpu::ApplyRope(a.data(), 1, 1, D, &by, freqs);
       for (int i = 0; i < D; ++i) EXPECT_NEAR(a[i], b[i], 2e-3) << p << " " << shift << " " << i;
     }
   }

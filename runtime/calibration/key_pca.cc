@@ -82,17 +82,6 @@ KeyPca FitKeyPca(const float* keys, int64_t n, int64_t stride, const std::vector
   return p;
 }
 
-void ShiftRope(float* x, int D, double shift, const std::vector<float>& freqs) {
-  const int pairs = std::min<int>(freqs.size(), D / 2);
-  for (int i = 0; i < pairs; ++i) {
-    const double angle = shift * freqs[i];
-    const double c = std::cos(angle), s = std::sin(angle);
-    const double a = x[2 * i], b = x[2 * i + 1];
-    x[2 * i] = static_cast<float>(a * c - b * s);
-    x[2 * i + 1] = static_cast<float>(a * s + b * c);
-  }
-}
-
 std::vector<double> ShiftAveragedMoment(const std::vector<double>& m, int D, const std::vector<float>& freqs,
                                         int context, int samples, uint64_t seed) {
   const int pairs = std::min<int>(freqs.size(), D / 2);

@@ -24,10 +24,7 @@ struct KeyPca {
 KeyPca FitKeyPca(const float* keys, int64_t n, int64_t stride, const std::vector<double>& q_moment,
                  int D);
 
-// rotates x (D dims, rope pairs 2i, 2i + 1 for i < freqs.size()) as rope would move it `shift`
-// positions further. keys and queries after rope at position p, so shifted, are those of p + shift.
-void ShiftRope(float* x, int D, double shift, const std::vector<float>& freqs);
-// E[R(s) m R(s)^T] over `samples` shifts s uniform in [0, context) (seeded): the second moment
+// E[R(s) m R(s)^T] (R(s): cpu::ApplyRope's rotation by position s) over `samples` shifts s uniform in [0, context) (seeded): the second moment
 // (D, D) of queries of moment m once spread over the context's positions.
 std::vector<double> ShiftAveragedMoment(const std::vector<double>& m, int D, const std::vector<float>& freqs,
                                         int context, int samples, uint64_t seed);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "kernels/cpu/hadamard.h"
 #include "kernels/cpu/kmeans.h"
+#include "kernels/cpu/rope.h"
 #include "runtime/calibration/key_pca.h"
 
 namespace vqserve {
@@ -66,11 +67,13 @@ absl::Status TrainPcaKeys(const CalibrationData& data, int l, const PqSpec& ks,
     std::vector<double> qm(ls.q_moment.begin() + h * DD, ls.q_moment.begin() + (h + 1) * DD);
     std::mt19937_64 rng(seed);
     std::uniform_real_distribution<double> position(0.0, std::max(data.context_length, 1));
+    std::vector<int32_t> shifts(T);
     for (int64_t t = 0; t < T; ++t) {
-      float* k = keys.data() + t * D;
-      std::copy_n(ls.k_rope.data() + (t * H + h) * D, D, k);
-      if (shift) ShiftRope(k, D, std::floor(position(rng)), data.rope_freqs);
+      std::copy_n(ls.k_rope.data() + (t * H + h) * D, D, keys.data() + t * D);
+      shifts[t] = static_cast<int32_t>(std::floor(position(rng)));
     }
+    // rope at p, then at s, is rope at p + s.
+    if (shift) cpu::ApplyRope(keys.data(), static_cast<int>(T), 1, D, shifts.data(), data.rope_freqs);
     if (shift) qm = ShiftAveragedMoment(qm, D, data.rope_freqs, data.context_length, 256, seed + 1);
     KeyPca pca = FitKeyPca(keys.data(), T, D, qm, D);
     std::vector<int32_t> dims = SplitAxes(pca.variances, mk, ks.code_bits, std::min(D, 32));
@@ -81,15 +84,8 @@ absl::Status TrainPcaKeys(const CalibrationData& data, int l, const PqSpec& ks,
     std::copy(pca.transform.begin(), pca.transform.end(), cb->k_transform.begin() + at * DD);
     std::copy(pca.inverse.begin(), pca.inverse.end(), cb->k_inverse.begin() + at * DD);
     std::copy(dims.begin(), dims.end(), cb->k_dims.begin() + at * mk);
-    std::vector<float> rows(static_cast<size_t>(T) * D, 0.0f);
-    for (int64_t t = 0; t < T; ++t) {
-      const float* k = keys.data() + t * D;
-      float* y = rows.data() + t * D;
-      for (int i = 0; i < D; ++i) {
-        const float c = k[i] - pca.mean[i];
-        for (int j = 0; j < D; ++j) y[j] += c * pca.transform[static_cast<size_t>(i) * D + j];
-      }
-    }
+    std::vector<float> rows(static_cast<size_t>(T) * D);
+    for (int64_t t = 0; t < T; ++t) PcaTransformKey(*cb, l, h, keys.data() + t * D, rows.data() + t * D);
     TrainSubspaces(rows, T, D, dims, ks.code_bits, options, seed,
                    cb->k_centroids.data() + at * (static_cast<size_t>(D) << ks.code_bits));
   }

@@ -282,13 +282,7 @@ class VecInferCodec final : public KvCodec {
   // k~ = H (k / lambda); with key_pca k~ = (k - mean) T.
   void TransformKey(int layer, int h, const float* k, float* out) const {
     if (o_pca()) {
-      const float* mean = cb_->k_mean.data() + HeadAt(layer, h) * D_;
-      const float* t = cb_->k_transform.data() + HeadAt(layer, h) * D_ * D_;
-      std::fill(out, out + D_, 0.0f);
-      for (int i = 0; i < D_; ++i) {
-        const float c = k[i] - mean[i];
-        for (int j = 0; j < D_; ++j) out[j] += c * t[i * D_ + j];
-      }
+      PcaTransformKey(*cb_, layer, h, k, out);
       return;
     }
     const float* lam = cb_->lambda.data() + HeadAt(layer, h) * D_;
@@ -343,6 +337,18 @@ class VecInferCodec final : public KvCodec {
 };
 
 }  // namespace
+
+void PcaTransformKey(const VecInferCodebooks& cb, int layer, int h, const float* k, float* y) {
+  const int D = cb.shape.head_dim;
+  const size_t at = static_cast<size_t>(layer) * cb.shape.num_kv_heads + h;
+  const float* mean = cb.k_mean.data() + at * D;
+  const float* t = cb.k_transform.data() + at * D * D;
+  std::fill(y, y + D, 0.0f);
+  for (int i = 0; i < D; ++i) {
+    const float c = k[i] - mean[i];
+    for (int j = 0; j < D; ++j) y[j] += c * t[i * D + j];
+  }
+}
 
 std::string VecInferCodecName(const VecInferOptions& o) {
   std::string name = absl::StrCat("vecinfer-k", BitsText(o.k_bits), "v", BitsText(o.v_bits));

@@ -66,6 +66,9 @@ struct VecInferCodebooks {
                                                      const std::map<std::string, std::string>& blobs);
 };
 
+// the -pca key transform of kv head h of `layer`: y = (k - k_mean) k_transform (D dims each).
+void PcaTransformKey(const VecInferCodebooks& cb, int layer, int h, const float* k, float* y);
+
 // the vecinfer codec over fixed codebooks (shape must equal codebooks->shape).
 std::unique_ptr<KvCodec> MakeVecInferCodec(std::shared_ptr<const VecInferCodebooks> codebooks);
 
