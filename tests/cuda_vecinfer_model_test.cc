@@ -1,5 +1,6 @@
 // the cuda model over a vecinfer CudaKvCache (vecinfer-k2v2, or the codec of the artifact
-// VQSERVE_VQCB names: any width, 12-bit codes too) (code pages + fp16 ring on the device, pages
+// VQSERVE_VQCB names: any width, 12-bit codes too; and vecinfer-k2v2-pca, the artifact of the
+// fixture test_pca_codebooks or VQSERVE_PCA_VQCB) (code pages + fp16 ring on the device, pages
 // encoded by the gpu encode kernel, fused decode kernel) against the cpu model (fp32 weights)
 // over a PagedKvCache of the same codec and codebooks: prompts long enough that prefill codes
 // pages and decode flushes more, greedy picks equal (or cpu ties) and logits close; chunked
@@ -46,21 +47,24 @@ constexpr double kTieMargin = 0.1;  // a different pick within this cpu lead is 
 // chunked prefill vs one token at a time, both on the gpu.
 constexpr double kChunkRelTolerance = 0.02;
 
-std::string VqcbPath() {
-  const char* env = std::getenv("VQSERVE_VQCB");
+// the artifact for the test's codec: VQSERVE_VQCB overrides the default codec's,
+// VQSERVE_PCA_VQCB the -pca one's.
+std::string VqcbPath(const std::string& codec) {
+  const char* env = std::getenv(codec == kDefaultCodec ? "VQSERVE_VQCB" : "VQSERVE_PCA_VQCB");
   if (env != nullptr && *env != '\0') return env;
-  return testing::CodebookPath(kDefaultCodec);
+  return testing::CodebookPath(codec);
 }
 
-class CudaVecInferModelTest : public ::testing::Test {
+class CudaVecInferModelTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     VQ_SKIP_WITHOUT_CUDA_DEVICE();
     path_ = testing::DefaultModelPath();
     if (path_.empty()) GTEST_SKIP() << "no model in models/ (and VQSERVE_MODEL unset)";
-    const std::string vqcb = VqcbPath();
-    ASSERT_FALSE(vqcb.empty()) << "no " << kDefaultCodec << " codebooks: run through ctest "
-                                  "(fixture test_codebooks) or set VQSERVE_VQCB";
+    const std::string vqcb = VqcbPath(GetParam());
+    ASSERT_FALSE(vqcb.empty()) << "no " << GetParam() << " codebooks: run through ctest "
+                                  "(fixtures test_codebooks, test_pca_codebooks) or set VQSERVE_VQCB "
+                                  "/ VQSERVE_PCA_VQCB";
     auto book = CodebookFile::Load(vqcb);
     ASSERT_TRUE(book.ok()) << book.status();
     book_ = std::make_unique<CodebookFile>(std::move(*book));
@@ -118,12 +122,12 @@ void CudaVecInferModelTest::CompareWithCpu(int sink) {
   EXPECT_LE(r.worst, kCpuRelTolerance);
 }
 
-TEST_F(CudaVecInferModelTest, MatchesCpuPagedCache) { CompareWithCpu(0); }
+TEST_P(CudaVecInferModelTest, MatchesCpuPagedCache) { CompareWithCpu(0); }
 
 // the attention sink (one fp16 page, the serve default) on the gpu as on the cpu.
-TEST_F(CudaVecInferModelTest, MatchesCpuPagedCacheWithSink) { CompareWithCpu(32); }
+TEST_P(CudaVecInferModelTest, MatchesCpuPagedCacheWithSink) { CompareWithCpu(32); }
 
-TEST_F(CudaVecInferModelTest, ChunkedPrefillEqualsTokenByToken) {
+TEST_P(CudaVecInferModelTest, ChunkedPrefillEqualsTokenByToken) {
   auto a = GpuCache(codec_);
   auto b = GpuCache(codec_);
   ASSERT_NE(a, nullptr);
@@ -149,7 +153,7 @@ TEST_F(CudaVecInferModelTest, ChunkedPrefillEqualsTokenByToken) {
   EXPECT_LE(diff64, kChunkRelTolerance * range);
 }
 
-TEST_F(CudaVecInferModelTest, MixedCachesInOneStepEqualAlone) {
+TEST_P(CudaVecInferModelTest, MixedCachesInOneStepEqualAlone) {
   auto fp16_a = GpuCache("fp16"), vi_a = GpuCache(codec_);
   auto fp16_b = GpuCache("fp16"), vi_b = GpuCache(codec_);
   ASSERT_NE(fp16_a, nullptr);
@@ -188,6 +192,14 @@ TEST_F(CudaVecInferModelTest, MixedCachesInOneStepEqualAlone) {
   EXPECT_LE(diff, 1e-3);
 }
 
+// the default 2-bit codec and its -pca keys (score-whitened principal axes, lut built outside
+// the decode kernel).
+INSTANTIATE_TEST_SUITE_P(Codecs, CudaVecInferModelTest,
+                         ::testing::Values(std::string(kDefaultCodec), std::string("vecinfer-k2v2-pca")),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param == kDefaultCodec ? std::string("k2v2") : std::string("k2v2_pca");
+                         });
+
 TEST(CudaKvCacheForCodec, RefusesWhatTheGpuCannotHold) {
   KvShape shape{2, 2, 4, 64};
   auto odd = MakeCudaKvCacheForCodec("kivi-k3v3", shape, nullptr, 1, 1);
@@ -202,10 +214,15 @@ TEST(CudaKvCacheForCodec, RefusesWhatTheGpuCannotHold) {
   for (const char* bad : {"kivi-k3v3", "commvq-3", "vecinfer-k5v5", "nonsense"}) {
     EXPECT_FALSE(CudaKvCodecSupported(bad, 128).ok()) << bad;
   }
-  // -pca keys have no cuda kernels yet: refused, saying so.
-  absl::Status pca = CudaKvCodecSupported("vecinfer-k2v2-pca", 64);
+  // -pca keys: the tensor-core kernel's widths (4- or 8-dim key codes of 8 bits), not 4-bit keys
+  // (2-dim sub-vectors), refused in one line naming the widths it takes.
+  for (const char* ok : {"vecinfer-k2v2-pca", "vecinfer-k2v1-pca", "vecinfer-k1v1-pca"}) {
+    EXPECT_TRUE(CudaKvCodecSupported(ok, 64).ok()) << ok;
+    EXPECT_TRUE(CudaKvCodecSupported(ok, 128).ok()) << ok;
+  }
+  absl::Status pca = CudaKvCodecSupported("vecinfer-k4v4-pca", 64);
   EXPECT_FALSE(pca.ok());
-  EXPECT_NE(pca.message().find("-pca keys run on the cpu only"), std::string::npos) << pca;
+  EXPECT_NE(pca.message().find("-pca for k2v2, k2v1 and k1v1"), std::string::npos) << pca;
   EXPECT_FALSE(CudaKvCodecSupported("fp16", 96).ok());
 }
 

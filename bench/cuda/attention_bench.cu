@@ -64,6 +64,7 @@ struct Kernel {
   int cvq_rounds = 0, cvq_value_rounds = 0;  // commvq: key / value rounds
   int k_code_bits = 8, v_code_bits = 8;  // vecinfer code widths (12: the generic kernel)
   int half_books = 0;  // fp16 book copies (vecinfer_half_books.h): 1 values, 2 keys + values
+  bool pca = false;    // vecinfer -pca keys: per kv head books of 1-8-dim sub-vectors, lut built first
 };
 
 // commvq token scales (fp16 key norms, the first 64 * kv heads bytes of every page): 4 .. 24.
@@ -136,6 +137,7 @@ int main(int argc, char** argv) {
       {"kivi-k2v2", KvPageFormat::kKivi, 2, 4, 4, 128},
       {"kivi-k4v4", KvPageFormat::kKivi, 4, 4, 4, 128},
       {"vecinfer-k2v2", KvPageFormat::kVecInfer, 2, 4, 4, 128, 0, 0, 8, 8, 2},
+      {"vecinfer-k2v2-pca", KvPageFormat::kVecInfer, 2, 4, 4, 128, 0, 0, 8, 8, 1, true},
       {"vecinfer-k4v4", KvPageFormat::kVecInfer, 2, 2, 2, 128},
       {"vecinfer-k1v1", KvPageFormat::kVecInfer, 2, 8, 8, 128, 0, 0, 8, 8, 2},
       {"vecinfer-k2v1", KvPageFormat::kVecInfer, 2, 4, 8, 128, 0, 0, 8, 8, 2},
@@ -210,7 +212,8 @@ int main(int argc, char** argv) {
         VQ_CUDA_CHECK(cudaMalloc(&out, size_t{4} * batch * kHeads * kDim));
         VQ_CUDA_CHECK(cudaMalloc(&ws, 4 * vqserve::cuda::DecodeWorkspaceFloats(batch, kHeads, kDim)));
         // vecinfer: one (2^bits, D) book each; commvq: (kv heads, R, 64, D) keys, (kv heads, Rv, 256, D) values.
-        const size_t ck_floats = k.format == KvPageFormat::kCommVq ? size_t{1} * kKvHeads * k.cvq_rounds * 64 * kDim : static_cast<size_t>(kDim) << k.k_code_bits;
+        const size_t ck_floats = k.format == KvPageFormat::kCommVq ? size_t{1} * kKvHeads * k.cvq_rounds * 64 * kDim
+                                 : (static_cast<size_t>(kDim) << k.k_code_bits) * (k.pca ? kKvHeads : 1);
         const size_t cv_floats = k.format == KvPageFormat::kCommVq ? size_t{1} * kKvHeads * k.cvq_value_rounds * 256 * kDim : static_cast<size_t>(kDim) << k.v_code_bits;
         VQ_CUDA_CHECK(cudaMalloc(&ck, 4 * ck_floats));
         VQ_CUDA_CHECK(cudaMalloc(&cv, 4 * cv_floats));
@@ -235,6 +238,19 @@ int main(int argc, char** argv) {
           if (!e.empty()) std::printf("half books: %s\n", e.c_str());
         }
         VQ_CUDA_CHECK(cudaDeviceSynchronize());
+
+        int32_t* k_dims = nullptr;  // -pca: sub-vector sizes 1 .. 8 (the pattern sums to 64), rotated per kv head
+        void* lut = nullptr;
+        if (k.pca) {
+          const int sizes[16] = {1, 1, 2, 2, 3, 3, 4, 4, 4, 4, 5, 5, 6, 6, 6, 8}, mk = kDim / k.dk;
+          std::vector<int32_t> dims;
+          for (int h = 0; h < kKvHeads; ++h) {
+            for (int m = 0; m < mk; ++m) dims.push_back(sizes[(m + h) % 16]);
+          }
+          VQ_CUDA_CHECK(cudaMalloc(&k_dims, dims.size() * 4));
+          VQ_CUDA_CHECK(cudaMemcpy(k_dims, dims.data(), dims.size() * 4, cudaMemcpyHostToDevice));
+          VQ_CUDA_CHECK(cudaMalloc(&lut, vqserve::cuda::VecInferPcaLutBytes(batch, kHeads, kDim, k.dk)));
+        }
 
         DecodeAttentionParams p;
         p.q = q;
@@ -273,6 +289,11 @@ int main(int argc, char** argv) {
         p.vq_v_sub_dim = k.dv;
         p.vq_k_code_bits = k.k_code_bits;
         p.vq_v_code_bits = k.v_code_bits;
+        if (k.pca) {
+          p.vq_k_dims = k_dims;
+          p.vq_pca_lut = lut;
+          p.vq_k_codebook_head_stride = static_cast<int64_t>(kDim) << k.k_code_bits;
+        }
         if (k.format == KvPageFormat::kCommVq) {
           p.commvq_key_rounds = k.cvq_rounds;
           p.commvq_value_rounds = k.cvq_value_rounds;
@@ -305,7 +326,7 @@ int main(int argc, char** argv) {
           if (csv) std::fprintf(csv, "%s,%d,%d,%.2f,%.0f,%.1f,%.1f\n", k.name.c_str(), batch, ctx, us, bytes, gbps,
                                 100.0 * gbps * 1e9 / ceiling);
         }
-        for (void* ptr : std::vector<void*>{pages, d_table, d_coded, d_res, d_slots, ring_k, ring_v, q, qt, out, ws, ck, cv, hk, hv}) {
+        for (void* ptr : std::vector<void*>{pages, d_table, d_coded, d_res, d_slots, ring_k, ring_v, q, qt, out, ws, ck, cv, hk, hv, k_dims, lut}) {
           VQ_CUDA_CHECK(cudaFree(ptr));
         }
       }

@@ -6,7 +6,9 @@
 #     (bench/cuda/bundle_binaries.sh);
 #   .devbuild/fullB: part2.xz = the rest of the model; vecinfer-k2v2.vqcb; long_prompt.txt;
 #   .devbuild/fullD (only when COMMVQ_VQCB names one): commvq-2.vqcb calibrated on the full
-#     model (28 MB: a fourth call stages it).
+#     model (28 MB: a fourth call stages it);
+#   .devbuild/fullE (only when PCA_VQCB names one): vecinfer-k2v2-pca.vqcb calibrated on the
+#     full model (11 MB) and the evaluation texts data/eval.txt, data/eval2.txt (`eval`).
 #   bash bench/cuda/pack_device_run.sh [BUILD=build] [VQCB=data/quality/vecinfer-k2v2.vqcb]
 set -euo pipefail
 BUILD=${1:-build}
@@ -27,5 +29,11 @@ STRIP=1 XZ_OPT="-9e -T2" bash bench/cuda/bundle_binaries.sh "$BUILD" .devbuild/f
 cp "$VQCB" .devbuild/fullB/vecinfer-k2v2.vqcb
 rm -rf .devbuild/fullD
 if [ -n "${COMMVQ_VQCB:-}" ]; then mkdir -p .devbuild/fullD && cp "$COMMVQ_VQCB" .devbuild/fullD/commvq-2.vqcb; fi
+rm -rf .devbuild/fullE
+if [ -n "${PCA_VQCB:-}" ]; then
+  mkdir -p .devbuild/fullE
+  cp "$PCA_VQCB" .devbuild/fullE/vecinfer-k2v2-pca.vqcb
+  cp data/eval.txt data/eval2.txt .devbuild/fullE/
+fi
 head -c 2400 /usr/share/games/fortunes/fortunes > .devbuild/fullB/long_prompt.txt
-du -sb .devbuild/fullA .devbuild/fullB .devbuild/fullC ${COMMVQ_VQCB:+.devbuild/fullD}
+du -sb .devbuild/fullA .devbuild/fullB .devbuild/fullC ${COMMVQ_VQCB:+.devbuild/fullD} ${PCA_VQCB:+.devbuild/fullE}

@@ -4,7 +4,7 @@
 # in back-to-back calls on one warm machine (it stays warm ~30 s between calls), prepared here
 # by bench/cuda/pack_device_run.sh:
 #   call 1 (carry .devbuild/fullA) and call 2 (carry .devbuild/fullB), and with commvq books
-#   call 2b (carry .devbuild/fullD):
+#   call 2b (carry .devbuild/fullD), with the evaluation set call 2c (carry .devbuild/fullE):
 #     STAGE=1 bash bench/cuda/run_on_device.sh   -- parks what they carry in /tmp/keep
 #   call 3 (carry .devbuild/fullC): bash bench/cuda/run_on_device.sh [what...]
 #     joins the model, checks sha256 against scripts/model.sha256, unpacks the binaries, then
@@ -18,13 +18,16 @@
 #     appended; bench = attention_bench beside pytorch sdpa (sdpa_bench.py) at BENCH_SIZES;
 #     weights = cuda_e2e_decode_bench with the weights dequantized to fp16 and resident as
 #     gguf blocks (--weights fp16,blocks), batch 1 and 16 at short context, on the 8b shape
-#     (random weights; blocks of llama.cpp's Q4_K_M types) and the default model.
+#     (random weights; blocks of llama.cpp's Q4_K_M types) and the default model;
+#     eval = issue 27's evaluation on the gpu (docs/quality.md: 16 windows of the two texts,
+#     passkey 10 trials at 1K-8K) for EVAL_CODECS (default: the base books and the carried -pca
+#     ones), then the carried -pca books on the machine's cpu and gpu on the same 4 windows.
 #     logs go to $OUT. BUNDLE_DIR: where call 3's bundle.tar.xz is (default .devbuild/fullC).
 set -o pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" /tmp/keep
 if [ "${STAGE:-0}" = 1 ]; then
-  for d in .devbuild/fullA .devbuild/fullB .devbuild/fullD; do [ -d $d ] && cp -r $d/. /tmp/keep/; done
+  for d in .devbuild/fullA .devbuild/fullB .devbuild/fullD .devbuild/fullE; do [ -d $d ] && cp -r $d/. /tmp/keep/; done
   ls -la /tmp/keep && echo "staged"
   exit 0
 fi
@@ -52,6 +55,7 @@ M=/tmp/full.gguf
 export VQSERVE_MODEL=$M VQSERVE_VQCB=$DIR/vecinfer-k2v2.vqcb
 # commvq books only when carried (a named artifact that does not load fails the tests).
 [ -f $DIR/commvq-2.vqcb ] && export VQSERVE_CVQCB=$DIR/commvq-2.vqcb
+[ -f $DIR/vecinfer-k2v2-pca.vqcb ] && export VQSERVE_PCA_VQCB=$DIR/vecinfer-k2v2-pca.vqcb
 WHAT=${*:-tests generate e2e serve bench}
 {
   date -u; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
@@ -60,7 +64,7 @@ WHAT=${*:-tests generate e2e serve bench}
 
 if [[ " $WHAT " == *" tests "* ]]; then
   {
-    for t in $(cd $B && ls cuda_*_test); do  # those carried
+    for t in ${RUN_TESTS:-$(cd $B && ls cuda_*_test)}; do  # those carried (RUN_TESTS: these)
       echo "== $t (full model)"
       timeout 300 $B/$t 2>&1 | grep -vE "^\[ +(RUN|OK) +\]"
       echo "$t exit: $?"
@@ -158,4 +162,27 @@ if [[ " $WHAT " == *" bench "* ]]; then
       --md "$OUT/combined.md" > /tmp/sdpa.log 2>&1
     echo "sdpa_bench exit: $?"; tail -5 /tmp/sdpa.log; cat "$OUT/combined.md"
   } 2>&1 | tee "$OUT/bench.log"
+fi
+
+if [[ " $WHAT " == *" eval "* ]]; then
+  {
+    pca=""
+    [ -f "${VQSERVE_PCA_VQCB:-}" ] && pca=",vecinfer-k2v2-pca@$VQSERVE_PCA_VQCB"
+    CODECS=${EVAL_CODECS:-vecinfer-k2v2@$VQSERVE_VQCB$pca}
+    echo "== vqserve eval --device cuda, 16 windows, passkey 10 trials: $CODECS"
+    start=$(date +%s)
+    $B/vqserve eval --model $M --device cuda --text $DIR/eval.txt,$DIR/eval2.txt --windows 8 \
+      --ctx 2048 --no-errors --codec "$CODECS" --passkey-lengths 1024,2048,4096,8192 \
+      --passkey-trials 10 --json > "$OUT/eval_gpu.json" 2> "$OUT/eval_gpu.err"
+    echo "exit: $? in $(( $(date +%s) - start )) s"; tail -30 "$OUT/eval_gpu.err"
+    if [ -n "$pca" ]; then
+      for d in cuda cpu; do
+        echo "== vqserve eval --device $d, 4 windows (cpu / gpu agreement): -pca"
+        $B/vqserve eval --model $M --device $d --text $DIR/eval.txt,$DIR/eval2.txt --windows 2 \
+          --ctx 2048 --no-errors --no-passkey --codec "${pca#,}" --json > "$OUT/agree_$d.json" \
+          2> "$OUT/agree_$d.err"
+        echo "exit: $?"; tail -8 "$OUT/agree_$d.err"
+      done
+    fi
+  } 2>&1 | tee "$OUT/eval.log"
 fi

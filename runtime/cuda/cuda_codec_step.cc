@@ -78,6 +78,7 @@ class VecInferStep : public CodedStep {
   void AppendGraphKey(std::vector<int64_t>* key) const override {
     CodedStep::AppendGraphKey(key);
     key->push_back(reinterpret_cast<intptr_t>(vecinfer_.q_tilde()));
+    key->push_back(reinterpret_cast<intptr_t>(vecinfer_.pca_lut()));
   }
 
  private:

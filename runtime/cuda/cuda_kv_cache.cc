@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,7 @@ namespace vqserve {
 namespace {
 constexpr char kCudaCodecs[] =
     "fp16, kivi-k2v2, kivi-k4v4, vecinfer-kXvY for X, Y in 4, 3, 2, 1.5, 1 "
-    "(with any of the -nosmooth, -nohadamard, -perhead suffixes; -pca keys run on the cpu only), "
+    "(with any of the -nosmooth, -nohadamard, -perhead suffixes; -pca for k2v2, k2v1 and k1v1), "
     "commvq-2, commvq-1";
 }  // namespace
 
@@ -42,7 +43,12 @@ absl::Status CudaKvCodecSupported(const std::string& name, int head_dim) {
     absl::StatusOr<VecInferOptions> o = VecInferOptionsForName(name);
     absl::StatusOr<PqSpec> k = o.ok() ? PqSpecForBits(o->k_bits) : o.status();
     absl::StatusOr<PqSpec> v = o.ok() ? PqSpecForBits(o->v_bits) : o.status();
-    ok = k.ok() && v.ok() && !o->key_pca;  // every width: the decode dispatch picks the kernel
+    ok = k.ok() && v.ok();  // every width: the decode dispatch picks the kernel
+    // -pca keys: the tensor-core kernel's widths (its lut is built outside it).
+    if (ok && o->key_pca) {
+      ok = cuda::VecInferTakesHalfBooks(head_dim == 0 ? 64 : head_dim, k->sub_dim, v->sub_dim, k->code_bits,
+                                        v->code_bits);
+    }
   }
   if (ok) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat("kv codec '", name, "' cannot be held by the "
@@ -169,6 +175,45 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKiviKvCache(const KvShape& 
   return c;
 }
 
+namespace {
+
+// -pca keys: adds (mean T) to every key centroid of `all` (lambda first, `k_at` floats, then the
+// key books), then appends k_transform, the transposes of k_inverse, and the int32 bits of
+// k_dims and of the dim map (CudaVecInferConstants).
+void AppendPcaConstants(const VecInferCodebooks& cb, int k_sub_dim, size_t k_at, std::vector<float>* all) {
+  const int D = cb.shape.head_dim, mk = D / k_sub_dim;
+  const size_t heads = static_cast<size_t>(cb.shape.num_layers) * cb.shape.num_kv_heads;
+  std::vector<int32_t> ints(cb.k_dims.begin(), cb.k_dims.end());  // then the dim maps (heads, D)
+  std::vector<float> inverse_t(heads * D * D);
+  for (size_t at = 0; at < heads; ++at) {
+    const float* mean = cb.k_mean.data() + at * D;
+    const float* t = cb.k_transform.data() + at * D * D;
+    std::vector<float> shift(D, 0.0f);  // mean T, summed as PcaTransformKey sums k T
+    for (int i = 0; i < D; ++i) {
+      for (int j = 0; j < D; ++j) shift[j] += mean[i] * t[i * D + j];
+    }
+    float* book = all->data() + k_at + at * (static_cast<size_t>(D) << 8);
+    const int32_t* dims = cb.k_dims.data() + at * mk;
+    for (int m = 0, off = 0; m < mk; off += dims[m], ++m) {
+      for (int c = 0; c < 256; ++c) {
+        for (int j = 0; j < dims[m]; ++j) book[(static_cast<size_t>(off) << 8) + c * dims[m] + j] += shift[off + j];
+      }
+      for (int j = 0; j < dims[m]; ++j) ints.push_back(m | j << 8 | dims[m] << 16);
+    }
+    const float* inv = cb.k_inverse.data() + at * D * D;
+    for (int i = 0; i < D; ++i) {
+      for (int j = 0; j < D; ++j) inverse_t[at * D * D + i * D + j] = inv[j * D + i];
+    }
+  }
+  all->insert(all->end(), cb.k_transform.begin(), cb.k_transform.end());
+  all->insert(all->end(), inverse_t.begin(), inverse_t.end());
+  const size_t at = all->size();
+  all->resize(at + ints.size());
+  std::memcpy(all->data() + at, ints.data(), ints.size() * sizeof(int32_t));
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
     std::shared_ptr<const VecInferCodebooks> cb, int num_pages, int num_slots, int sink_tokens) {
   const KvShape& shape = cb->shape;
@@ -181,15 +226,25 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
   c->InitSpec(*codec, shape, num_pages, num_slots, sink_tokens);
   if (c->spec_.page_tokens != 32) return absl::InternalError("cuda vecinfer cache: pages of 32");
   if (absl::Status st = c->Allocate(); !st.ok()) return st;
-  // constants: lambda, k centroids, v centroids, back to back.
+  // constants: lambda, k centroids, v centroids, back to back; with -pca keys then the pca
+  // arrays (PcaConstants).
   std::vector<float> all(cb->lambda);
   all.insert(all.end(), cb->k_centroids.begin(), cb->k_centroids.end());
   all.insert(all.end(), cb->v_centroids.begin(), cb->v_centroids.end());
+  const size_t pca_at = all.size();
+  if (cb->options.key_pca) AppendPcaConstants(*cb, k.sub_dim, cb->lambda.size(), &all);
   if (absl::Status st = c->UploadConstants(all); !st.ok()) return st;
   CudaVecInferConstants& vc = c->vecinfer_;
   vc.lambda = c->constants_;
   vc.k_centroids = vc.lambda + cb->lambda.size();
   vc.v_centroids = vc.k_centroids + cb->k_centroids.size();
+  if (cb->options.key_pca) {
+    const size_t heads = static_cast<size_t>(shape.num_layers) * shape.num_kv_heads, D = shape.head_dim;
+    vc.k_transform = c->constants_ + pca_at;
+    vc.k_inverse_t = vc.k_transform + heads * D * D;
+    vc.k_dims = reinterpret_cast<const int32_t*>(vc.k_inverse_t + heads * D * D);
+    vc.k_dim_map = vc.k_dims + heads * (D / k.sub_dim);
+  }
   vc.k_sub_dim = k.sub_dim;
   vc.v_sub_dim = v.sub_dim;
   vc.k_code_bits = k.code_bits;
@@ -206,13 +261,13 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
       return absl::ResourceExhaustedError(absl::StrCat("cuda kv cache: fp16 books: ", cudaGetErrorString(e)));
     }
     std::string err = cuda::LaunchVecInferHalfBooks(vc.v_centroids, books, shape.head_dim, v.sub_dim, c->half_books_, nullptr);
-    if (err.empty()) {
+    if (err.empty() && !cb->options.key_pca) {
       err = cuda::LaunchVecInferHalfBooks(vc.k_centroids, books, shape.head_dim, k.sub_dim, c->half_books_ + n, nullptr);
     }
     if (cudaError_t e = cudaDeviceSynchronize(); err.empty() && e != cudaSuccess) err = cudaGetErrorString(e);
     if (!err.empty()) return absl::InternalError(absl::StrCat("cuda kv cache: fp16 books: ", err));
     vc.v_centroids_f16 = c->half_books_;
-    vc.k_centroids_f16 = c->half_books_ + n;
+    if (!cb->options.key_pca) vc.k_centroids_f16 = c->half_books_ + n;
   }
   return c;
 }

@@ -45,6 +45,15 @@ struct CudaVecInferConstants {
   // relative (decode_check, v8hk) and halve the bytes every block loads to build it.
   const uint16_t* v_centroids_f16 = nullptr;
   const uint16_t* k_centroids_f16 = nullptr;
+  // -pca keys (VecInferOptions::key_pca; null otherwise), per (layer, kv head) as
+  // kernels/cuda/kv_step/vecinfer_kv_step.h VecInferLayerCodec takes them: k_transform and
+  // k_inverse_t (D, D), k_dims (D / k_sub_dim), k_dim_map (D); k_centroids are then per kv head
+  // (layers, H, D << 8) and hold the centroids plus (mean T); no fp16 key books (the decode
+  // kernel's lut comes from LaunchVecInferPcaLut).
+  const float* k_transform = nullptr;
+  const float* k_inverse_t = nullptr;
+  const int32_t* k_dims = nullptr;
+  const int32_t* k_dim_map = nullptr;
 };
 
 // a commvq cache's constants in device memory, all layers, the rounds in use only:
@@ -152,7 +161,8 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKvCache(const KvShape& shap
 
 // a vecinfer cache over `codebooks` (any width: 4, 3, 2, 1.5 or 1 bits per element for keys
 // and values; 8-bit codes with key / value sub-vectors (2,2), (4,4), (8,8) or (4,8) run the
-// lut and tensor-core decode kernels, the others the generic one), keeping the first
+// lut and tensor-core decode kernels, the others the generic one; -pca keys the tensor-core
+// kernel's widths only: k2v2, k2v1, k1v1), keeping the first
 // `sink_tokens` tokens (rounded down to pages) of each sequence in fp16.
 absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
     std::shared_ptr<const VecInferCodebooks> codebooks, int num_pages, int num_slots,

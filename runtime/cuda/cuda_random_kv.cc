@@ -1,5 +1,6 @@
 #include "runtime/cuda/cuda_random_kv.h"
 
+#include <algorithm>
 #include <random>
 #include <string>
 
@@ -23,10 +24,32 @@ VecInferCodebooks RandomVecInferCodebooks(const KvShape& shape, const VecInferOp
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   // (layers, g, head_dim / d, 2^b, d) = layers * g * head_dim * 2^b floats.
-  cb.k_centroids.resize(size_t(shape.num_layers) * groups * shape.head_dim * (1 << k.code_bits));
+  const int64_t k_groups = options.key_pca ? shape.num_kv_heads : groups;
+  cb.k_centroids.resize(size_t(shape.num_layers) * k_groups * shape.head_dim * (1 << k.code_bits));
   cb.v_centroids.resize(size_t(shape.num_layers) * groups * shape.head_dim * (1 << v.code_bits));
   for (float& x : cb.k_centroids) x = u(rng);
   for (float& x : cb.v_centroids) x = u(rng);
+  if (options.key_pca) {  // identity transforms, zero means, sub-vectors of 1 .. 8 dims
+    const int D = shape.head_dim, mk = D / k.sub_dim;
+    const size_t heads = size_t(shape.num_layers) * shape.num_kv_heads;
+    cb.k_mean.assign(heads * D, 0.0f);
+    cb.k_transform.assign(heads * D * D, 0.0f);
+    for (size_t at = 0; at < heads; ++at) {
+      for (int i = 0; i < D; ++i) cb.k_transform[(at * D + i) * D + i] = 1.0f;
+    }
+    cb.k_inverse = cb.k_transform;
+    // mk sizes summing to D: the pattern sums to 64 over 16 (2- and 8-dim codes halve or
+    // double each size; for D 128 the pattern twice).
+    const int sizes[16] = {1, 1, 2, 2, 3, 3, 4, 4, 4, 4, 5, 5, 6, 6, 6, 8};
+    for (size_t at = 0; at < heads; ++at) {
+      int left = D;
+      for (int m = 0; m < mk; ++m) {
+        const int d = m + 1 == mk ? left : std::max(1, std::min(left - (mk - m - 1), sizes[(m + at) % 16] * 4 / k.sub_dim));
+        cb.k_dims.push_back(d);
+        left -= d;
+      }
+    }
+  }
   return cb;
 }
 

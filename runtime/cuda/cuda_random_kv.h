@@ -15,7 +15,8 @@
 namespace vqserve {
 
 // vecinfer codebooks of `shape` and `options` with lambda = 1 and centroids uniform in
-// [-1, 1), deterministic in `seed`; valid for MakeCudaVecInferKvCache. needs no device.
+// [-1, 1) (-pca keys: identity transforms and sub-vectors of varied sizes), deterministic in
+// `seed`; valid for MakeCudaVecInferKvCache. needs no device.
 VecInferCodebooks RandomVecInferCodebooks(const KvShape& shape, const VecInferOptions& options,
                                           uint64_t seed);
 

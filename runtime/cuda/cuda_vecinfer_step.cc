@@ -14,14 +14,22 @@ cuda::VecInferLayerCodec LayerCodec(const CudaKvCache& cache, int layer) {
   const CudaVecInferConstants& c = cache.vecinfer();
   const KvShape& s = cache.shape();
   const int64_t H = s.num_kv_heads, D = s.head_dim, g = c.per_head ? H : 1;
+  const bool pca = c.k_transform != nullptr;
+  const int64_t gk = pca ? H : g;             // -pca key books are per kv head
   const int64_t k_head = D << c.k_code_bits;  // (D / k_sub_dim, 2^bits, k_sub_dim)
   const int64_t v_head = D << c.v_code_bits;
   cuda::VecInferLayerCodec lc;
   lc.lambda = c.lambda + layer * H * D;
   lc.hadamard = c.hadamard;
-  lc.k_codebook = c.k_centroids + layer * g * k_head;
+  lc.k_codebook = c.k_centroids + layer * gk * k_head;
   lc.v_codebook = c.v_centroids + layer * g * v_head;
-  lc.k_codebook_head_stride = c.per_head ? k_head : 0;
+  if (pca) {
+    lc.k_transform = c.k_transform + layer * H * D * D;
+    lc.k_inverse_t = c.k_inverse_t + layer * H * D * D;
+    lc.k_dims = c.k_dims + layer * H * (D / c.k_sub_dim);
+    lc.k_dim_map = c.k_dim_map + layer * H * D;
+  }
+  lc.k_codebook_head_stride = gk > 1 ? k_head : 0;
   lc.v_codebook_head_stride = c.per_head ? v_head : 0;
   lc.k_sub_dim = c.k_sub_dim;
   lc.v_sub_dim = c.v_sub_dim;
@@ -48,8 +56,12 @@ cuda::DecodeAttentionParams CudaVecInferStep::DecodeParams(const CudaKvCache& ca
   const CudaVecInferConstants& vc = cache.vecinfer();
   if (vc.v_centroids_f16 != nullptr) {  // the fp16 books: same offsets as the fp32 books
     dp.vq_v_codebook_f16 = vc.v_centroids_f16 + (codec.v_codebook - vc.v_centroids);
+  }
+  if (vc.k_centroids_f16 != nullptr) {
     dp.vq_k_codebook_f16 = vc.k_centroids_f16 + (codec.k_codebook - vc.k_centroids);
   }
+  dp.vq_k_dims = codec.k_dims;  // -pca keys: the decode launch builds the lut in pca_lut_ first
+  dp.vq_pca_lut = codec.k_dims != nullptr ? pca_lut_.data() : nullptr;
   coded.SetDecodeSink(cache, layer, &dp);
   return dp;
 }
@@ -83,6 +95,8 @@ std::string CudaVecInferStep::Layer(const CudaKvCache& cache, int layer,
     ep.v_sub_dim = codec.v_sub_dim;
     ep.k_code_bits = codec.k_code_bits;
     ep.v_code_bits = codec.v_code_bits;
+    ep.k_transform = codec.k_transform;
+    ep.k_dims = codec.k_dims;
     ep.num_kv_heads = H;
     ep.head_dim = D;
     ep.dst = step.pages + step.layer_offset;
@@ -97,6 +111,9 @@ std::string CudaVecInferStep::Layer(const CudaKvCache& cache, int layer,
   if (!err.empty()) return err;
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   if (decode) {
+    if (codec.k_dims != nullptr) {
+      pca_lut_.Reserve(cuda::VecInferPcaLutBytes(n, num_heads, D, codec.k_sub_dim) / sizeof(uint16_t));
+    }
     // 3. ring append, then the fused decode kernel over codes + ring.
     if (err = cuda::LaunchRingAppend(step, k, v, qkv_stride, stream); !err.empty()) return err;
     return cuda::LaunchDecodeAttention(cuda::KvPageFormat::kVecInfer,

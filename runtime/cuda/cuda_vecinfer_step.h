@@ -41,9 +41,12 @@ class CudaVecInferStep {
 
   // the query buffer the step's launches write (part of a cuda graph key; grown by Layer).
   const float* q_tilde() const { return q_tilde_.data(); }
+  // the -pca lut scratch the decode launches write (graph key too; grown by Layer).
+  const uint16_t* pca_lut() const { return pca_lut_.data(); }
 
  private:
   DeviceArray<float> q_tilde_;
+  DeviceArray<uint16_t> pca_lut_;
 };
 
 }  // namespace vqserve

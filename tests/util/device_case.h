@@ -95,6 +95,15 @@ class DeviceDecodeCase {
     VQ_CUDA_CHECK(cudaDeviceSynchronize());
     return true;
   }
+  // vecinfer -pca keys: per kv head key books and sub-vector sizes already on the device (the
+  // layer's slices of a CudaKvCache's constants, CudaVecInferConstants), and the lut scratch.
+  void UsePcaKeys(const float* k_books, const int32_t* k_dims) {
+    cuda::DecodeAttentionParams& p = params_;
+    p.vq_k_codebook = k_books;
+    p.vq_k_codebook_head_stride = int64_t{p.head_dim} << p.vq_k_code_bits;
+    p.vq_k_dims = k_dims;
+    p.vq_pca_lut = Alloc<uint8_t>(cuda::VecInferPcaLutBytes(p.batch, p.num_heads, p.head_dim, p.vq_k_sub_dim));
+  }
   // fills the output with nan so that unwritten elements show.
   void PoisonOutput() { VQ_CUDA_CHECK(cudaMemset(params_.out, 0xff, out_elems_ * sizeof(float))); }
   std::vector<float> Output() const {

@@ -112,6 +112,10 @@ std::string DispatchVecInferHeads(const DecodeAttentionParams& p, int hb, int sp
 // sub-vectors (vecinfer-k4v4), the generic kernel for the rest (12-bit codes).
 template <int D>
 std::string DispatchVecInfer(const DecodeAttentionParams& p, int hb, int splits, cudaStream_t s) {
+  if (p.vq_k_dims != nullptr) {  // -pca keys: the lut first (Validate: the tensor-core shapes)
+    if (std::string err = LaunchVecInferPcaLut(p, hb, s); !err.empty()) return err;
+    return LaunchVecInferMmaDecode(p, hb, splits, s);
+  }
   if (VecInferMmaShape(p) && hb <= 4) return LaunchVecInferMmaDecode(p, hb, splits, s);
   if (p.vq_k_code_bits == 8 && p.vq_v_code_bits == 8 && p.vq_k_sub_dim == 2 &&
       p.vq_v_sub_dim == 2) {
@@ -164,6 +168,11 @@ std::string Validate(KvPageFormat f, const DecodeAttentionParams& p) {
       ((p.vq_k_code_bits != 8 && p.vq_k_code_bits != 12) ||
        (p.vq_v_code_bits != 8 && p.vq_v_code_bits != 12))) {
     return "vecinfer decode: codes of 8 or 12 bits";
+  }
+  if (f == KvPageFormat::kVecInfer && p.vq_k_dims != nullptr &&
+      (!VecInferMmaShape(p) || HeadsPerBlockFor(f, p) > 4 || p.vq_pca_lut == nullptr)) {
+    return "vecinfer decode: -pca keys need the tensor-core kernel's shapes (head_dim 64 or 128, "
+           "8-bit codes of (4, 4), (8, 8) or (4, 8) dims) and a lut scratch";
   }
   if (f == KvPageFormat::kCommVq) {
     if (p.vq_k_codebook == nullptr || p.vq_v_codebook == nullptr) {

@@ -82,6 +82,14 @@ struct DecodeAttentionParams {
   // results within ~1e-5, not bitwise; needs the values one too).
   const uint16_t* vq_v_codebook_f16 = nullptr;
   const uint16_t* vq_k_codebook_f16 = nullptr;
+  // vecinfer -pca keys (runtime/kv/vecinfer_codec.h), null otherwise: the key sub-vector sizes
+  // (D / vq_k_sub_dim per kv head, at + h * (D / vq_k_sub_dim)), summing to D; key book m of kv
+  // head h is (256, vq_k_dims[m]) at vq_k_codebook + h * vq_k_codebook_head_stride + 256 * (the
+  // sizes before m), centroids in the transformed space plus the transformed key mean, and
+  // q_tilde is T^-1 q (so q_tilde . centroid = q . the decoded key). the launch fills the lut
+  // scratch vq_pca_lut (VecInferPcaLutBytes) first; the tensor-core kernel's shapes only.
+  const int32_t* vq_k_dims = nullptr;
+  void* vq_pca_lut = nullptr;
   // vecinfer code widths, 8 or 12 bits (2^bits centroids per codebook instead of 256 above).
   // 12-bit codes, and 8-bit sub-vector pairs other than (2,2) (4,4) (8,8) (4,8), run the
   // element-wise kernel that reads centroids from global memory (vecinfer_generic_decode.cu).
@@ -110,6 +118,11 @@ struct DecodeAttentionParams {
   const uint16_t* sink_v = nullptr;
   int64_t sink_slot_stride = 0;
 };
+
+// bytes of the -pca lut scratch (DecodeAttentionParams::vq_pca_lut) for these shapes: one fp16
+// lut of 256 codes x (head_dim / k_sub_dim) sub-vectors x 4 heads per block, at most num_heads
+// blocks a sequence.
+size_t VecInferPcaLutBytes(int batch, int num_heads, int head_dim, int k_sub_dim);
 
 // floats of scratch one launch needs.
 size_t DecodeWorkspaceFloats(int batch, int num_heads, int head_dim);

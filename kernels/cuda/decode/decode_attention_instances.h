@@ -26,6 +26,12 @@ std::string LaunchVecInferDecode(const DecodeAttentionParams& p, int hb, int num
 std::string LaunchVecInferMmaDecode(const DecodeAttentionParams& p, int hb, int num_splits,
                                     cudaStream_t stream);
 
+// vecinfer -pca keys: p.vq_pca_lut <- the fp16 lut of every block of the tensor-core kernel
+// (grid (*, kv heads x head groups, batch)), the image that kernel otherwise builds in shared
+// memory: block (b, y)'s [256 codes][D / vq_k_sub_dim][4 heads] at + (b * gridDim.y + y) * 256 *
+// (D / vq_k_sub_dim) * 4 halves (vecinfer_pca_lut.cu).
+std::string LaunchVecInferPcaLut(const DecodeAttentionParams& p, int hb, cudaStream_t stream);
+
 // vecinfer pages of any code width (8 or 12 bits) and sub-vector sizes (2, 4, 8), read
 // element-wise with centroids from global memory (vecinfer_generic_decode.cu).
 std::string LaunchVecInferGenericDecode(const DecodeAttentionParams& p, int hb, int num_splits,

@@ -102,6 +102,20 @@ __device__ __forceinline__ void CopyHalfValues(const DecodeAttentionParams& p, i
   CpAsyncCommit();
 }
 
+// -pca keys: the block's lut image, built by LaunchVecInferPcaLut ([256][kKSubs] 8-byte entries
+// at p.vq_pca_lut + block (b, blockIdx.y)), copied into the lut rows by 16-byte cp.async chunks;
+// commits nothing (the chunks join the next group: CopyHalfValues').
+template <class S>
+__device__ __forceinline__ void CopyPcaLut(const DecodeAttentionParams& p, int b, uint2* lut_s) {
+  constexpr int kRowChunks = S::kKSubs / 2, kChunks = 256 * kRowChunks;
+  const uint8_t* src = reinterpret_cast<const uint8_t*>(p.vq_pca_lut) +
+                       (static_cast<int64_t>(b) * gridDim.y + blockIdx.y) * 256 * S::kKSubs * 8;
+  uint8_t* dst = reinterpret_cast<uint8_t*>(lut_s);
+  for (int c = threadIdx.x; c < kChunks; c += kThreads) {
+    CpAsync16(dst + (c / kRowChunks) * kBookRow * 8 + (c % kRowChunks) * 16, src + 16 * c);
+  }
+}
+
 // lut[code][m] = fp16 (q_h . Ck[m][code]) for h < 4 (0 past hb), and (kWithV, S::kDK = S::kDV =
 // 4 only) Cv code-major fp16. thread (warp, lane) owns key sub-vector m = lane / 2 + 16 (warp & 1)
 // and codes 2 (warp / 2) + (lane & 1) + 16 j (16 key sub-vectors: m = lane / 2, codes 2 warp +
@@ -212,8 +226,9 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
     BlockResidual<D>(p, b, kvh, h0, hb, split + 1, reinterpret_cast<float*>(lut_s));
     __syncthreads();  // its merge has read the scratch: the copies and the lut build may write
   }
-  const bool build = true, half_v = p.vq_v_codebook_f16 != nullptr;
-  CopyHalfValues<D>(p, kvh, build && half_v, cv_s);  // one group, before the 3 page groups
+  const bool pca = p.vq_k_dims != nullptr, half_v = p.vq_v_codebook_f16 != nullptr;
+  if (pca) CopyPcaLut<S>(p, b, lut_s);
+  CopyHalfValues<D>(p, kvh, half_v, cv_s);  // one group, before the 3 page groups
   {
     const int id0 = pages.Id(0), id1 = pages.Id(1), id2 = pages.Id(2);
     pages.Issue(0, id0);
@@ -222,7 +237,9 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
   }
   int next_id = pages.Id(3);
 
-  if (build) {
+  if (pca) {
+    if (!half_v) BuildValues<S>(p, kvh, cv_s);
+  } else {
     if (!half_v) {
       if constexpr (S::kDK == 4 && S::kDV == 4) {
         BuildBooks<kBuildBatch, false, true, S>(p, b, kvh, h0, hb, lut_s, cv_s);

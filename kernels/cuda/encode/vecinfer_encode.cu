@@ -44,12 +44,19 @@ __device__ int NearestCode(const float* x, const float* centroids, int d, int n)
 }
 
 // the m sub-vectors of x (smem, m * d floats) -> their nearest centroids of `book` (m, 2^bits,
-// d), packed into the code row at dst; codes: m ints of smem. ends with a barrier.
+// d), packed into the code row at dst; codes: m ints of smem. with `dims` (-pca keys) sub-vector
+// j has dims[j] dims and its book (2^bits, dims[j]) follows those before it. ends with a barrier.
 __device__ void EncodeRow(const float* x, const float* book, int d, int m, int bits, int* codes,
-                          uint8_t* dst) {
+                          uint8_t* dst, const int32_t* dims = nullptr) {
   const int tid = threadIdx.x, warp = tid >> 5;
   for (int j = warp; j < m; j += kThreads / 32) {
-    const int code = NearestCode(x + j * d, book + (static_cast<int64_t>(j) << bits) * d, d, 1 << bits);
+    int off = j * d, dj = d;
+    if (dims != nullptr) {
+      off = 0;
+      for (int i = 0; i < j; ++i) off += dims[i];
+      dj = dims[j];
+    }
+    const int code = NearestCode(x + off, book + (static_cast<int64_t>(off) << bits), dj, 1 << bits);
     if ((tid & 31) == 0) codes[j] = code;
   }
   __syncthreads();
@@ -67,7 +74,7 @@ __device__ void EncodeRow(const float* x, const float* book, int d, int m, int b
 }
 
 // grid (32 tokens, kv heads, pages), kThreads threads; smem: x (head_dim floats), then codes
-// (head_dim / 2 ints). page z reads rows at p.k / p.v + z * 32 * H * D and writes at p.dst +
+// (head_dim ints; -pca stages the key there first). page z reads rows at p.k / p.v + z * 32 * H * D and writes at p.dst +
 // page_ids[z] * page_bytes (p.dst itself when page_ids is null).
 __global__ void VecInferEncodeKernel(VecInferEncodeParams p, const int32_t* page_ids,
                                      int64_t page_bytes) {
@@ -81,8 +88,21 @@ __global__ void VecInferEncodeKernel(VecInferEncodeParams p, const int32_t* page
   p.v += blockIdx.z * page_floats;
   if (page_ids != nullptr) p.dst += page_ids[blockIdx.z] * page_bytes;
   const float* kin = p.k + (static_cast<int64_t>(t) * H + h) * D;
-  for (int i = tid; i < D; i += kThreads) x[i] = kin[i] / p.lambda[h * D + i];
-  if (p.hadamard) {
+  if (p.k_transform != nullptr) {  // -pca: y_j = sum_i k_i T[i][j], k staged in the codes' smem
+    float* ks = reinterpret_cast<float*>(codes);
+    for (int i = tid; i < D; i += kThreads) ks[i] = kin[i];
+    __syncthreads();
+    const float* tr = p.k_transform + static_cast<int64_t>(h) * D * D;
+    for (int j = tid; j < D; j += kThreads) {
+      float s = 0.0f;
+#pragma unroll 16
+      for (int i = 0; i < D; ++i) s = fmaf(ks[i], tr[i * D + j], s);  // 16 loads in flight
+      x[j] = s;
+    }
+  } else {
+    for (int i = tid; i < D; i += kThreads) x[i] = kin[i] / p.lambda[h * D + i];
+  }
+  if (p.hadamard && p.k_transform == nullptr) {
     for (int len = 1; len < D; len <<= 1) {
       __syncthreads();
       for (int idx = tid; idx < D / 2; idx += kThreads) {
@@ -99,7 +119,8 @@ __global__ void VecInferEncodeKernel(VecInferEncodeParams p, const int32_t* page
   __syncthreads();
   const int krow = VecInferRowBytes(mk, p.k_code_bits), vrow = VecInferRowBytes(mv, p.v_code_bits);
   EncodeRow(x, p.k_codebook + h * p.k_codebook_head_stride, p.k_sub_dim, mk, p.k_code_bits,
-            codes, p.dst + (static_cast<int64_t>(h) * kPageTokens + t) * krow);
+            codes, p.dst + (static_cast<int64_t>(h) * kPageTokens + t) * krow,
+            p.k_dims == nullptr ? nullptr : p.k_dims + h * mk);
   const float* vin = p.v + (static_cast<int64_t>(t) * H + h) * D;
   for (int i = tid; i < D; i += kThreads) x[i] = vin[i];
   __syncthreads();
@@ -120,7 +141,8 @@ std::string LaunchVecInferEncodePages(const VecInferEncodeParams& p, const int32
   for (int bits : {p.k_code_bits, p.v_code_bits}) {
     if (bits != 8 && bits != 12) return "vecinfer encode: codes of 8 or 12 bits";
   }
-  if (p.k == nullptr || p.v == nullptr || p.lambda == nullptr || p.k_codebook == nullptr ||
+  if ((p.k_transform == nullptr) != (p.k_dims == nullptr)) return "vecinfer encode: -pca needs k_transform and k_dims";
+  if (p.k == nullptr || p.v == nullptr || (p.lambda == nullptr && p.k_transform == nullptr) || p.k_codebook == nullptr ||
       p.v_codebook == nullptr || p.dst == nullptr || p.num_kv_heads <= 0) {
     return "vecinfer encode: missing inputs";
   }
@@ -133,7 +155,7 @@ std::string LaunchVecInferEncodePages(const VecInferEncodeParams& p, const int32
     chunk.k += first * page_floats;
     chunk.v += first * page_floats;
     VecInferEncodeKernel<<<dim3(kPageTokens, p.num_kv_heads, n), kThreads,
-                           D * sizeof(float) + D / 2 * sizeof(int), stream>>>(
+                           D * sizeof(float) + D * sizeof(int), stream>>>(
         chunk, page_ids == nullptr ? nullptr : page_ids + first, page_bytes);
     VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   }

@@ -1,7 +1,8 @@
 #ifndef VQSERVE_KERNELS_CUDA_ENCODE_VECINFER_ENCODE_H_
 #define VQSERVE_KERNELS_CUDA_ENCODE_VECINFER_ENCODE_H_
 
-// the flush of one page to vecinfer codes on the gpu: keys smoothed and hadamard-rotated, then
+// the flush of one page to vecinfer codes on the gpu: keys smoothed and hadamard-rotated (or
+// -pca: transformed by T), then
 // every sub-vector replaced by the index of its nearest centroid (8- or 12-bit codes), written
 // in the page layout of docs/kv_formats.md.
 
@@ -27,6 +28,12 @@ struct VecInferEncodeParams {
   int v_sub_dim = 4;
   int k_code_bits = 8;  // 8 or 12
   int v_code_bits = 8;
+  // -pca keys (kernels/cuda/kv_step/vecinfer_kv_step.h VecInferLayerCodec), null otherwise:
+  // y = k T with this layer's k_transform (num_kv_heads, D, D) in place of lambda and hadamard,
+  // each sub-vector m of size k_dims[h * (D / k_sub_dim) + m] coded against its book (the
+  // books hold centroids plus (mean T), so the mean need not be subtracted).
+  const float* k_transform = nullptr;
+  const int32_t* k_dims = nullptr;
   int num_kv_heads = 0;
   int head_dim = 0;      // a power of two, <= 256
   // the page's layer slice: Kcodes[H][32] rows of Mk codes, then Vcodes[H][32] rows of Mv.

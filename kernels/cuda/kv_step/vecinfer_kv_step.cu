@@ -79,6 +79,30 @@ __global__ void QueryTransformKernel(const float* q, int64_t q_stride, int num_h
   for (int i = tid; i < D; i += kThreads) out[base + i] = x[i] * norm;
 }
 
+// -pca keys: q~ = T^-1 q, out[j] = sum_i inverse_t[i][j] q[i]. grid (n, num_heads), D threads;
+// q: D floats of dynamic smem.
+__global__ void PcaQueryKernel(const float* q, int64_t q_stride, int group, int D,
+                               const float* inverse_t, float* out) {
+  extern __shared__ float qs[];
+  const int t = blockIdx.x, h = blockIdx.y, j = threadIdx.x;
+  const int64_t base = t * q_stride + static_cast<int64_t>(h) * D;
+  qs[j] = q[base + j];
+  __syncthreads();
+  const float* inv = inverse_t + static_cast<int64_t>(h / group) * D * D;
+  float s = 0.0f;
+#pragma unroll 16
+  for (int i = 0; i < D; ++i) s = fmaf(inv[i * D + j], qs[i], s);  // 16 loads in flight
+  out[base + j] = s;
+}
+
+// element i of the key that code row `codes` selects from kv head kvh's -pca books (c.k_dim_map).
+__device__ __forceinline__ float PcaKeyElem(const VecInferLayerCodec& c, const float* book, const uint8_t* codes,
+                                            int kvh, int D, int i) {
+  const int e = __ldg(c.k_dim_map + kvh * D + i);
+  const int m = e & 0xff, j = (e >> 8) & 0xff, size = e >> 16;
+  return __ldg(book + ((static_cast<int64_t>(i - j) << c.k_code_bits) + VecInferCode(codes, m, c.k_code_bits) * size + j));
+}
+
 // a coded vecinfer token for CodedPrefillKernel: its key and value read as their centroids'
 // entries for this lane's dims (codes only, no dequantized buffer); qc is q~.
 struct VecInferReader {
@@ -98,7 +122,9 @@ struct VecInferReader {
     for (int e = 0; e < per; ++e) {
       const int i = lane + 32 * e;
       const int km = i / dk, vm = i / dv;
-      d += qc[e] * ck[((static_cast<int64_t>(km) << kb) + VecInferCode(kc, km, kb)) * dk + i % dk];
+      d += qc[e] * (c.k_dim_map != nullptr
+                        ? PcaKeyElem(c, ck, kc, kvh, D, i)
+                        : ck[((static_cast<int64_t>(km) << kb) + VecInferCode(kc, km, kb)) * dk + i % dk]);
       vals[e] = cv[((static_cast<int64_t>(vm) << vb) + VecInferCode(vc, vm, vb)) * dv + i % dv];
     }
     *dot = d;
@@ -113,7 +139,12 @@ struct VecInferReader {
     const uint8_t* vc =
         slice + static_cast<int64_t>(H) * P * krow + (static_cast<int64_t>(kvh) * P + jj) * vrow;
     float x[8];
-    Rows(c.k_codebook + kvh * c.k_codebook_head_stride, kc, c.k_sub_dim, c.k_code_bits, d0, x);
+    const float* ck = c.k_codebook + kvh * c.k_codebook_head_stride;
+    if (c.k_dim_map != nullptr) {
+      for (int e = 0; e < 8; ++e) x[e] = PcaKeyElem(c, ck, kc, kvh, D, d0 + e);
+    } else {
+      Rows(ck, kc, c.k_sub_dim, c.k_code_bits, d0, x);
+    }
     *k = tiled::PackHalf8(x);
     Rows(c.v_codebook + kvh * c.v_codebook_head_stride, vc, c.v_sub_dim, c.v_code_bits, d0, x);
     *v = tiled::PackHalf8(x);
@@ -156,6 +187,12 @@ std::string LaunchVecInferQueryTransform(const float* q, int64_t q_stride, int n
   }
   if (n <= 0) return "";
   const int group = num_heads / num_kv_heads;
+  if (codec.k_inverse_t != nullptr) {
+    PcaQueryKernel<<<dim3(n, num_heads), D, D * sizeof(float), stream>>>(q, q_stride, group, D,
+                                                                         codec.k_inverse_t, out);
+    VQ_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+    return "";
+  }
   const dim3 warp_grid(n, (num_heads + kWarpsPerBlock - 1) / kWarpsPerBlock);
   const auto warps = [&](auto kernel) {
     kernel<<<warp_grid, kThreads, 0, stream>>>(q, q_stride, num_heads, group, codec, out);

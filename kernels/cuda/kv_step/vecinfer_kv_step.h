@@ -32,11 +32,21 @@ struct VecInferLayerCodec {
   int v_sub_dim = 4;
   int k_code_bits = 8;  // 8 or 12
   int v_code_bits = 8;
+  // -pca keys (runtime/kv/vecinfer_codec.h), null otherwise (then lambda and hadamard apply):
+  // per kv head, k_transform (D, D) T (y = k T), k_inverse_t (D, D) the transpose of T^-1
+  // (q~ = T^-1 q), k_dims (D / k_sub_dim) sub-vector sizes and k_dim_map (D): dim i of sub-vector
+  // m at offset j in it is m | j << 8 | size << 16. key book m is (2^k_code_bits, size) at
+  // k_codebook + 2^k_code_bits * (the sizes before m), centroids plus (mean T) (so q~ . centroid
+  // = q . the decoded key); k_codebook_head_stride is D << k_code_bits.
+  const float* k_transform = nullptr;
+  const float* k_inverse_t = nullptr;
+  const int32_t* k_dims = nullptr;
+  const int32_t* k_dim_map = nullptr;
 };
 
 // q (n, num_heads, head_dim) fp32 rows at q + t * q_stride -> out (same layout, rows at
 // out + t * q_stride): q~ = H (q * lambda[kv head]), H the orthonormal walsh-hadamard transform
-// (when codec.hadamard). head_dim a power of two <= 256.
+// (when codec.hadamard); with -pca keys q~ = T^-1 q. head_dim a power of two <= 256.
 std::string LaunchVecInferQueryTransform(const float* q, int64_t q_stride, int n, int num_heads,
                                          int num_kv_heads, int head_dim,
                                          const VecInferLayerCodec& codec, float* out,
