@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "tests/util/codec_decode_case.h"
 #include "tests/util/commvq_case.h"
 #include "tests/util/device_case.h"
 #include "kernels/cpu/hadamard.h"
@@ -90,70 +91,16 @@ INSTANTIATE_TEST_SUITE_P(
 void CompareWithCpuCodec(const KvCodec& codec, const VecInferCodebooks* vq, int layer, int n,
                          bool half_books = false) {
   const KvShape& shape = codec.shape();
-  const int H = shape.num_kv_heads, NH = shape.num_heads, D = shape.head_dim, P = codec.page_tokens();
-  const int R = codec.residual_tokens();
+  const int H = shape.num_kv_heads, NH = shape.num_heads, D = shape.head_dim;
   std::mt19937 rng(static_cast<unsigned>(n + D));
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> k(static_cast<size_t>(n) * H * D), v(k.size()), q(static_cast<size_t>(NH) * D);
   for (float& x : k) x = normal(rng);
   for (float& x : v) x = normal(rng);
   for (float& x : q) x = normal(rng);
-  KvCacheSpec spec;
-  spec.page_tokens = P;
-  spec.residual_tokens = R;
-  const int coded = CodedTokens(spec, n), pages = coded / P;
-  const size_t lpb = codec.LayerPageBytes(), page_bytes = lpb * shape.num_layers;
-  // page j of the sequence lives at pool page pages - 1 - j (a non-trivial block table).
-  std::vector<uint8_t> pool(page_bytes * (pages + 1), 0);
-  std::vector<int32_t> table(pages + 1, 0);
-  std::vector<const uint8_t*> slices(pages);
-  for (int j = 0; j < pages; ++j) {
-    table[j] = pages - 1 - j;
-    uint8_t* slice = pool.data() + table[j] * page_bytes + layer * lpb;
-    codec.EncodePage(layer, j * P, &k[static_cast<size_t>(j) * P * H * D], &v[static_cast<size_t>(j) * P * H * D], slice);
-    slices[j] = slice;
-  }
-  // residual ring (fp16) and the cpu reference.
-  const int nres = n - coded, ring = R + P;
-  std::vector<uint16_t> rk(static_cast<size_t>(ring) * H * D), rv(rk.size());
-  std::vector<float> kd(static_cast<size_t>(nres) * H * D), vd(kd.size());
-  for (int t = 0; t < nres; ++t) {
-    for (int e = 0; e < H * D; ++e) {
-      const size_t src = static_cast<size_t>(coded + t) * H * D + e;
-      const size_t dst = static_cast<size_t>((coded + t) % ring) * H * D + e;
-      rk[dst] = testing::FloatToHalfBits(k[src]);
-      rv[dst] = testing::FloatToHalfBits(v[src]);
-      kd[static_cast<size_t>(t) * H * D + e] = testing::HalfBitsToFloat(rk[dst]);
-      vd[static_cast<size_t>(t) * H * D + e] = testing::HalfBitsToFloat(rv[dst]);
-    }
-  }
-  std::vector<float> m(NH, -std::numeric_limits<float>::infinity()), l(NH, 0.0f), acc(static_cast<size_t>(NH) * D, 0.0f);
-  SoftmaxState state{m.data(), l.data(), acc.data()};
-  if (coded > 0) codec.AttendPages(layer, slices.data(), coded, q.data(), n - 1, &state);
-  if (nres > 0) AttendDense(shape, q.data(), kd.data(), vd.data(), nres, &state);
-  std::vector<float> ref_out(static_cast<size_t>(NH) * D);
-  FinishSoftmax(shape, state, ref_out.data());
-
   // gpu: the same pages, table and ring.
-  testing::DecodeCase c;
-  c.batch = 1;
-  c.spec.num_heads = NH;
-  c.spec.num_kv_heads = H;
-  c.spec.head_dim = D;
-  c.spec.layer = layer;
-  c.page_bytes = page_bytes;
-  c.layer_page_bytes = lpb;
-  c.pages = pool;
-  c.block_table_stride = pages + 1;
-  c.block_tables = table;
-  c.coded_lens = {coded};
-  c.res_lens = {nres};
-  c.slots = {0};
-  c.ring_tokens = ring;
-  c.ring_k = rk;
-  c.ring_v = rv;
-  c.q = q;
-  c.q_tilde = q;
+  testing::CodecDecodeCase cc = testing::MakeCodecDecodeCase(codec, layer, n, k, v, q);
+  testing::DecodeCase& c = cc.gpu;
   cuda::KvPageFormat format = cuda::KvPageFormat::kFp16;
   if (vq != nullptr) {
     format = cuda::KvPageFormat::kVecInfer;
@@ -183,7 +130,7 @@ void CompareWithCpuCodec(const KvCodec& codec, const VecInferCodebooks* vq, int 
   dev.PoisonOutput();
   ASSERT_EQ(cuda::LaunchDecodeAttention(format, dev.params(), nullptr), "");
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  std::vector<double> ref(ref_out.begin(), ref_out.end());
+  std::vector<double> ref(cc.reference.begin(), cc.reference.end());
   EXPECT_LE(testing::RelativeError(dev.Output(), ref), 1e-3)
       << codec.name() << " n=" << n << (half_books ? " (fp16 books)" : "");
 }

@@ -25,6 +25,7 @@
 #include "runtime/kv/kv_cache.h"
 #include "runtime/kv/kv_codec.h"
 #include "runtime/kv/vecinfer_codec.h"
+#include "tests/util/codec_decode_case.h"
 #include "tests/util/cuda_device.h"
 #include "tests/util/decode_case.h"
 #include "tests/util/decode_reference.h"
@@ -117,8 +118,8 @@ Pca MakePca(int d, int group, unsigned seed) {
 void CompareDecode(const Pca& pca, int n, bool half_values) {
   const KvCodec& codec = *pca.codec;
   const KvShape& shape = pca.shape;
-  const int H = shape.num_kv_heads, NH = shape.num_heads, D = shape.head_dim, P = codec.page_tokens();
-  const int R = codec.residual_tokens(), group = NH / H, mk = D / 4;
+  const int H = shape.num_kv_heads, NH = shape.num_heads, D = shape.head_dim;
+  const int group = NH / H, mk = D / 4;
   std::mt19937 rng(static_cast<unsigned>(n + D + group));
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const float* mean = pca.books->k_mean.data() + static_cast<size_t>(kLayer) * H * D;
@@ -126,59 +127,8 @@ void CompareDecode(const Pca& pca, int n, bool half_values) {
   for (size_t e = 0; e < k.size(); ++e) k[e] = mean[e % (H * D)] + normal(rng);
   for (float& x : v) x = normal(rng);
   for (float& x : q) x = 0.3f * normal(rng);
-  KvCacheSpec spec;
-  spec.page_tokens = P;
-  spec.residual_tokens = R;
-  const int coded = CodedTokens(spec, n), pages = coded / P;
-  const size_t lpb = codec.LayerPageBytes(), page_bytes = lpb * shape.num_layers;
-  std::vector<uint8_t> pool(page_bytes * (pages + 1), 0);
-  std::vector<int32_t> table(pages + 1, 0);
-  std::vector<const uint8_t*> slices(pages);
-  for (int j = 0; j < pages; ++j) {  // page j at pool page pages - 1 - j
-    table[j] = pages - 1 - j;
-    uint8_t* slice = pool.data() + table[j] * page_bytes + kLayer * lpb;
-    const size_t at = static_cast<size_t>(j) * P * H * D;
-    codec.EncodePage(kLayer, j * P, &k[at], &v[at], slice);
-    slices[j] = slice;
-  }
-  const int nres = n - coded, ring = R + P;
-  std::vector<uint16_t> rk(static_cast<size_t>(ring) * H * D), rv(rk.size());
-  std::vector<float> kd(static_cast<size_t>(nres) * H * D), vd(kd.size());
-  for (int t = 0; t < nres; ++t) {
-    for (int e = 0; e < H * D; ++e) {
-      const size_t src = static_cast<size_t>(coded + t) * H * D + e;
-      const size_t dst = static_cast<size_t>((coded + t) % ring) * H * D + e;
-      rk[dst] = testing::FloatToHalfBits(k[src]);
-      rv[dst] = testing::FloatToHalfBits(v[src]);
-      kd[static_cast<size_t>(t) * H * D + e] = testing::HalfBitsToFloat(rk[dst]);
-      vd[static_cast<size_t>(t) * H * D + e] = testing::HalfBitsToFloat(rv[dst]);
-    }
-  }
-  std::vector<float> m(NH, -std::numeric_limits<float>::infinity()), l(NH, 0.0f), acc(static_cast<size_t>(NH) * D, 0.0f);
-  SoftmaxState state{m.data(), l.data(), acc.data()};
-  if (coded > 0) codec.AttendPages(kLayer, slices.data(), coded, q.data(), n - 1, &state);
-  if (nres > 0) AttendDense(shape, q.data(), kd.data(), vd.data(), nres, &state);
-  std::vector<float> ref_out(static_cast<size_t>(NH) * D);
-  FinishSoftmax(shape, state, ref_out.data());
-
-  testing::DecodeCase c;
-  c.batch = 1;
-  c.spec.num_heads = NH;
-  c.spec.num_kv_heads = H;
-  c.spec.head_dim = D;
-  c.spec.layer = kLayer;
-  c.page_bytes = page_bytes;
-  c.layer_page_bytes = lpb;
-  c.pages = pool;
-  c.block_table_stride = pages + 1;
-  c.block_tables = table;
-  c.coded_lens = {coded};
-  c.res_lens = {nres};
-  c.slots = {0};
-  c.ring_tokens = ring;
-  c.ring_k = rk;
-  c.ring_v = rv;
-  c.q = q;
+  testing::CodecDecodeCase cc = testing::MakeCodecDecodeCase(codec, kLayer, n, k, v, q);
+  testing::DecodeCase& c = cc.gpu;
   c.q_tilde.resize(q.size());
   for (int qh = 0; qh < NH; ++qh) {
     const std::vector<double> qt = PcaQuery(*pca.books, q.data() + static_cast<size_t>(qh) * D, qh / group);
@@ -196,7 +146,7 @@ void CompareDecode(const Pca& pca, int n, bool half_values) {
   dev.PoisonOutput();
   ASSERT_EQ(cuda::LaunchDecodeAttention(cuda::KvPageFormat::kVecInfer, dev.params(), nullptr), "");
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  std::vector<double> ref(ref_out.begin(), ref_out.end());
+  std::vector<double> ref(cc.reference.begin(), cc.reference.end());
   EXPECT_LE(testing::RelativeError(dev.Output(), ref), 2e-3)
       << "d=" << D << " gqa=" << group << " n=" << n << (half_values ? " (fp16 values)" : "");
 }
