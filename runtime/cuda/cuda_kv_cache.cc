@@ -177,22 +177,19 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaKiviKvCache(const KvShape& 
 
 namespace {
 
-// -pca keys: adds (mean T) to every key centroid of `all` (lambda first, `k_at` floats, then the
-// key books), then appends k_transform, the transposes of k_inverse, and the int32 bits of
-// k_dims and of the dim map (CudaVecInferConstants).
-void AppendPcaConstants(const VecInferCodebooks& cb, int k_sub_dim, size_t k_at, std::vector<float>* all) {
-  const int D = cb.shape.head_dim, mk = D / k_sub_dim;
-  const size_t heads = static_cast<size_t>(cb.shape.num_layers) * cb.shape.num_kv_heads;
+// -pca keys: adds (mean T) to every key centroid of `all` (lambda, then the key books), then
+// appends k_transform, the transposes of k_inverse, and the int32 bits of k_dims and of the dim
+// map (CudaVecInferConstants).
+void AppendPcaConstants(const VecInferCodebooks& cb, int k_sub_dim, std::vector<float>* all) {
+  const int D = cb.shape.head_dim, H = cb.shape.num_kv_heads, mk = D / k_sub_dim;
+  const size_t heads = static_cast<size_t>(cb.shape.num_layers) * H;
   std::vector<int32_t> ints(cb.k_dims.begin(), cb.k_dims.end());  // then the dim maps (heads, D)
-  std::vector<float> inverse_t(heads * D * D);
+  std::vector<float> inverse_t(heads * D * D), zero(D, 0.0f), shift(D);
   for (size_t at = 0; at < heads; ++at) {
-    const float* mean = cb.k_mean.data() + at * D;
-    const float* t = cb.k_transform.data() + at * D * D;
-    std::vector<float> shift(D, 0.0f);  // mean T, summed as PcaTransformKey sums k T
-    for (int i = 0; i < D; ++i) {
-      for (int j = 0; j < D; ++j) shift[j] += mean[i] * t[i * D + j];
-    }
-    float* book = all->data() + k_at + at * (static_cast<size_t>(D) << 8);
+    // the codec's own transform of a zero key: (0 - mean) T, the negated shift.
+    PcaTransformKey(cb, static_cast<int>(at / H), static_cast<int>(at % H), zero.data(), shift.data());
+    for (float& x : shift) x = -x;
+    float* book = all->data() + cb.lambda.size() + at * (static_cast<size_t>(D) << 8);
     const int32_t* dims = cb.k_dims.data() + at * mk;
     for (int m = 0, off = 0; m < mk; off += dims[m], ++m) {
       for (int c = 0; c < 256; ++c) {
@@ -232,7 +229,7 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
   all.insert(all.end(), cb->k_centroids.begin(), cb->k_centroids.end());
   all.insert(all.end(), cb->v_centroids.begin(), cb->v_centroids.end());
   const size_t pca_at = all.size();
-  if (cb->options.key_pca) AppendPcaConstants(*cb, k.sub_dim, cb->lambda.size(), &all);
+  if (cb->options.key_pca) AppendPcaConstants(*cb, k.sub_dim, &all);
   if (absl::Status st = c->UploadConstants(all); !st.ok()) return st;
   CudaVecInferConstants& vc = c->vecinfer_;
   vc.lambda = c->constants_;
