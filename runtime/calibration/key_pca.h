@@ -24,8 +24,9 @@ struct KeyPca {
 KeyPca FitKeyPca(const float* keys, int64_t n, int64_t stride, const std::vector<double>& q_moment,
                  int D);
 
-// E[R(s) m R(s)^T] (R(s): cpu::ApplyRope's rotation by position s) over `samples` shifts s uniform in [0, context) (seeded): the second moment
-// (D, D) of queries of moment m once spread over the context's positions.
+// E[R(s) m R(s)^T] (R(s): cpu::ApplyRope's rotation by position s) over `samples` shifts s
+// uniform in [0, context) (seeded): the second moment (D, D) of queries of moment m once spread
+// over the context's positions.
 std::vector<double> ShiftAveragedMoment(const std::vector<double>& m, int D, const std::vector<float>& freqs,
                                         int context, int samples, uint64_t seed);
 
