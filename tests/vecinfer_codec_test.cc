@@ -37,7 +37,8 @@ std::shared_ptr<const VecInferCodebooks> Train(const KvShape& s, const std::stri
 TEST(VecInferCodecTest, NamesRoundTrip) {
   for (std::string name : {"vecinfer-k2v2", "vecinfer-k4v2", "vecinfer-k1.5v1.5", "vecinfer-k3v1",
                            "vecinfer-k2v2-nosmooth-nohadamard", "vecinfer-k2v2-perhead",
-                           "vecinfer-k2v2-pca", "vecinfer-k4v2-perhead-pca"}) {
+                           "vecinfer-k2v2-pca", "vecinfer-k4v2-perhead-pca", "vecinfer-k2.375v2-pca",
+                           "vecinfer-k3v2-pca"}) {
     auto o = VecInferOptionsForName(name);
     ASSERT_TRUE(o.ok()) << name;
     EXPECT_EQ(VecInferCodecName(*o), name);
@@ -45,21 +46,29 @@ TEST(VecInferCodecTest, NamesRoundTrip) {
   EXPECT_FALSE(VecInferOptionsForName("vecinfer-k5v2").ok());
   EXPECT_FALSE(VecInferOptionsForName("vecinfer-k2").ok());
   EXPECT_FALSE(VecInferOptionsForName("kivi-k2v2").ok());
-  // -pca: 8-bit key codes only, and it replaces smoothing and hadamard.
-  EXPECT_FALSE(VecInferOptionsForName("vecinfer-k3v2-pca").ok());
+  // -pca keys take any width (checked against head_dim later: 8-bit codes, head_dim * bits / 8
+  // of them), the other widths the table's; -pca replaces smoothing and hadamard.
+  EXPECT_FALSE(VecInferOptionsForName("vecinfer-k2.375v2").ok());
+  EXPECT_FALSE(VecInferOptionsForName("vecinfer-k2v2.5-pca").ok());
+  EXPECT_FALSE(VecInferOptionsForName("vecinfer-k9v2-pca").ok());
   EXPECT_FALSE(VecInferOptionsForName("vecinfer-k2v2-nosmooth-pca").ok());
   EXPECT_FALSE(VecInferOptionsForName("vecinfer-k2v2-nohadamard-pca").ok());
 }
 
 // -pca: DecodePage equals a float64 reference built from the blobs (transform in double,
-// nearest centroid per variable-size sub-vector, inverse transform); the blobs round-trip; a
-// k_dims blob whose sizes do not sum to head_dim is refused naming it.
-TEST(VecInferCodecTest, PcaKeysRoundTripAgainstFloat64) {
+// nearest centroid per variable-size sub-vector, inverse transform), at a table width (2 bits:
+// 16 codes a head) and off it (2.375 bits: 19 codes); the page holds exactly those codes; the
+// blobs round-trip; a k_dims blob whose sizes do not sum to head_dim is refused naming it, and
+// a width that is not a whole number of codes over head_dim 64 (2.3 bits) naming the width.
+class PcaKeysTest : public ::testing::TestWithParam<std::pair<const char*, int>> {};
+
+TEST_P(PcaKeysTest, RoundTripAgainstFloat64) {
+  const auto [name, mk] = GetParam();
   KvShape s{2, 2, 4, 64};
-  auto cb = Train(s, "vecinfer-k2v2-pca", 512);
+  auto cb = Train(s, name, 512);
   auto codec = MakeVecInferCodec(cb);
-  const int P = 32, H = 2, D = 64, mk = 16;
-  EXPECT_EQ(codec->LayerPageBytes(), size_t(H) * P * (16 + 16));  // 2 bits an element, k and v
+  const int P = 32, H = 2, D = 64;
+  EXPECT_EQ(codec->LayerPageBytes(), size_t(H) * P * (mk + 16));  // mk key codes, 2-bit values
   for (int layer = 0; layer < 2; ++layer) {
     std::vector<float> k, v;
     SyntheticKv(s, P, 91 + layer, &k, &v);
@@ -120,7 +129,16 @@ TEST(VecInferCodecTest, PcaKeysRoundTripAgainstFloat64) {
   bad = VecInferCodebooks::FromBlobs(s, cb->options, blobs);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(std::string(bad.status().message()).find("k_inverse"), std::string::npos) << bad.status();
+  auto odd = VecInferOptionsForName("vecinfer-k2.3v2-pca");
+  ASSERT_TRUE(odd.ok());
+  bad = VecInferCodebooks::FromBlobs(s, *odd, cb->ToBlobs());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find("2.3 bits"), std::string::npos) << bad.status();
 }
+
+INSTANTIATE_TEST_SUITE_P(Widths, PcaKeysTest,
+                         ::testing::Values(std::pair<const char*, int>{"vecinfer-k2v2-pca", 16},
+                                           std::pair<const char*, int>{"vecinfer-k2.375v2-pca", 19}));
 
 TEST(VecInferCodecTest, RoundTripPicksFloat64NearestCentroidsAndPacksTight) {
   KvShape s{1, 2, 4, 64};
@@ -189,7 +207,7 @@ TEST(VecInferCodecTest, AttentionOnCodesEqualsDequantizeThenAttend) {
     for (auto [kv, heads] : {std::pair{1, 1}, {3, 9}, {2, 8}}) {
       KvShape s{1, kv, heads, D};
       for (std::string name : {"vecinfer-k2v2", "vecinfer-k4v1.5", "vecinfer-k3v4-nohadamard",
-                               "vecinfer-k2v2-pca"}) {
+                               "vecinfer-k2v2-pca", "vecinfer-k2.375v2-pca"}) {
         auto codec = MakeVecInferCodec(Train(s, name, 128, 2));
         for (int n : {32, 77, 300}) {
           std::vector<float> k, v, q, unused;

@@ -40,16 +40,16 @@ void TrainSubspaces(const std::vector<float>& rows, int64_t n, int D, const std:
   }
 }
 
-std::vector<int32_t> EvenDims(int D, const PqSpec& spec) {
-  return std::vector<int32_t>(D / spec.sub_dim, spec.sub_dim);
+std::vector<int32_t> EvenDims(int D, const VecInferSide& side) {
+  return std::vector<int32_t>(side.subvectors, D / side.subvectors);
 }
 
 // fits the -pca transform of every kv head of layer l and trains its key codebooks.
-absl::Status TrainPcaKeys(const CalibrationData& data, int l, const PqSpec& ks,
+absl::Status TrainPcaKeys(const CalibrationData& data, int l, const VecInferSide& ks,
                           const VecInferOptions& options, VecInferCodebooks* cb) {
   const KvShape& s = data.shape;
   const LayerSamples& ls = data.layers[l];
-  const int D = s.head_dim, H = s.num_kv_heads, mk = D / ks.sub_dim;
+  const int D = s.head_dim, H = s.num_kv_heads, mk = ks.subvectors;
   const size_t DD = static_cast<size_t>(D) * D;
   if (ls.q_moment.size() != H * DD) {
     return absl::InvalidArgumentError(
@@ -98,19 +98,16 @@ absl::StatusOr<VecInferCodebooks> TrainVecInfer(
     const CalibrationData& data, const VecInferOptions& options,
     const std::function<void(const std::string&)>& progress) {
   const KvShape& s = data.shape;
-  auto ks = PqSpecForBits(options.k_bits);
-  if (!ks.ok()) return ks.status();
-  auto vs = PqSpecForBits(options.v_bits);
-  if (!vs.ok()) return vs.status();
   const int D = s.head_dim, H = s.num_kv_heads;
-  if (!kernels::IsPowerOfTwo(D) || D % ks->sub_dim || D % vs->sub_dim) {
-    return absl::InvalidArgumentError(absl::StrFormat("vecinfer: unsupported head_dim %d", D));
-  }
+  auto ks = VecInferSideGeometry(options.k_bits, options.key_pca, D);
+  if (!ks.ok()) return ks.status();
+  auto vs = VecInferSideGeometry(options.v_bits, false, D);
+  if (!vs.ok()) return vs.status();
   if (static_cast<int>(data.layers.size()) != s.num_layers) {
     return absl::InvalidArgumentError("vecinfer: calibration data has the wrong number of layers");
   }
-  if (options.key_pca && (ks->code_bits != 8 || !options.smoothing || !options.hadamard)) {
-    return absl::InvalidArgumentError("vecinfer -pca: needs 8-bit key codes, replaces smoothing and hadamard");
+  if (options.key_pca && (!options.smoothing || !options.hadamard)) {
+    return absl::InvalidArgumentError("vecinfer -pca: replaces smoothing and hadamard");
   }
   const int G = options.per_head ? H : 1;
   const int GK = options.key_pca ? H : G;
@@ -127,7 +124,7 @@ absl::StatusOr<VecInferCodebooks> TrainVecInfer(
     cb.k_mean.assign(heads * D, 0.0f);
     cb.k_transform.assign(heads * D * D, 0.0f);
     cb.k_inverse.assign(heads * D * D, 0.0f);
-    cb.k_dims.assign(heads * (D / ks->sub_dim), 0);
+    cb.k_dims.assign(heads * ks->subvectors, 0);
   }
   for (int l = 0; l < s.num_layers; ++l) {
     const LayerSamples& ls = data.layers[l];

@@ -24,6 +24,34 @@ absl::StatusOr<PqSpec> PqSpecForBits(float bits) {
       absl::StrFormat("vecinfer: unsupported bit width %g (use 4, 3, 2, 1.5 or 1)", bits));
 }
 
+absl::StatusOr<int> PcaSubvectors(float bits, int head_dim) {
+  const float m = head_dim * bits / 8;
+  if (!(m >= 1 && m <= head_dim && m == std::floor(m))) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "vecinfer: %g bits over head_dim %d is not a whole number of 8-bit codes (1 to %d)", bits, head_dim,
+        head_dim));
+  }
+  return static_cast<int>(m);
+}
+
+absl::StatusOr<VecInferSide> VecInferSideGeometry(float bits, bool pca, int head_dim) {
+  if (!kernels::IsPowerOfTwo(head_dim)) {
+    return absl::InvalidArgumentError(absl::StrFormat("vecinfer: head_dim %d is not a power of two", head_dim));
+  }
+  if (pca) {
+    auto m = PcaSubvectors(bits, head_dim);
+    if (!m.ok()) return m.status();
+    return VecInferSide{8, *m};
+  }
+  auto spec = PqSpecForBits(bits);
+  if (!spec.ok()) return spec.status();
+  if (head_dim % spec->sub_dim != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("vecinfer: head_dim %d is not divisible by the sub-vector size %d", head_dim, spec->sub_dim));
+  }
+  return VecInferSide{spec->code_bits, head_dim / spec->sub_dim};
+}
+
 namespace {
 
 std::string BitsText(float bits) {
@@ -70,13 +98,14 @@ class VecInferCodec final : public KvCodec {
   explicit VecInferCodec(std::shared_ptr<const VecInferCodebooks> cb)
       : cb_(std::move(cb)), shape_(cb_->shape) {
     const auto& o = cb_->options;
-    kspec_ = *PqSpecForBits(o.k_bits);
-    vspec_ = *PqSpecForBits(o.v_bits);
     D_ = shape_.head_dim;
     H_ = shape_.num_kv_heads;
     G_ = o.per_head ? H_ : 1;
     GK_ = o.key_pca ? H_ : G_;
-    mk_ = D_ / kspec_.sub_dim;
+    const VecInferSide ks = *VecInferSideGeometry(o.k_bits, o.key_pca, D_);  // FromBlobs checked it
+    kspec_ = PqSpec{ks.code_bits, D_ / ks.subvectors};  // sub_dim: the even split, unused with key_pca
+    vspec_ = *PqSpecForBits(o.v_bits);
+    mk_ = ks.subvectors;
     mv_ = D_ / vspec_.sub_dim;
     nk_ = 1 << kspec_.code_bits;
     nv_ = 1 << vspec_.code_bits;
@@ -373,9 +402,6 @@ absl::StatusOr<VecInferOptions> VecInferOptionsForName(const std::string& name) 
       !absl::SimpleAtof(kv.substr(vpos + 1), &o.v_bits)) {
     return bad("bad bit widths");
   }
-  if (!PqSpecForBits(o.k_bits).ok() || !PqSpecForBits(o.v_bits).ok()) {
-    return bad("bit widths must be 4, 3, 2, 1.5 or 1");
-  }
   for (size_t i = 2; i < parts.size(); ++i) {
     if (parts[i] == "nosmooth") {
       o.smoothing = false;
@@ -390,8 +416,11 @@ absl::StatusOr<VecInferOptions> VecInferOptionsForName(const std::string& name) 
     }
   }
   if (o.key_pca && (!o.smoothing || !o.hadamard)) return bad("-pca replaces smoothing and hadamard");
-  if (o.key_pca && PqSpecForBits(o.k_bits)->code_bits != 8) {
-    return bad("-pca needs 8-bit key codes (key bits 4, 2 or 1)");
+  // -pca keys take any width that is a whole number of 8-bit codes a head (checked against
+  // head_dim when the codebooks are made or read); the rest the product-quantizer table's.
+  const bool k_ok = o.key_pca ? o.k_bits > 0 && o.k_bits <= 8 : PqSpecForBits(o.k_bits).ok();
+  if (!k_ok || !PqSpecForBits(o.v_bits).ok()) {
+    return bad("bit widths must be 4, 3, 2, 1.5 or 1 (-pca keys: a whole number of 8-bit codes a head)");
   }
   return o;
 }
@@ -414,16 +443,10 @@ std::map<std::string, std::string> VecInferCodebooks::ToBlobs() const {
 absl::StatusOr<VecInferCodebooks> VecInferCodebooks::FromBlobs(
     const KvShape& shape, const VecInferOptions& options,
     const std::map<std::string, std::string>& blobs) {
-  auto ks = PqSpecForBits(options.k_bits);
+  auto ks = VecInferSideGeometry(options.k_bits, options.key_pca, shape.head_dim);
   if (!ks.ok()) return ks.status();
-  auto vs = PqSpecForBits(options.v_bits);
+  auto vs = VecInferSideGeometry(options.v_bits, false, shape.head_dim);
   if (!vs.ok()) return vs.status();
-  if (!kernels::IsPowerOfTwo(shape.head_dim) || shape.head_dim % ks->sub_dim != 0 ||
-      shape.head_dim % vs->sub_dim != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("vecinfer: head_dim %d must be a power of two divisible by the sub-vector size",
-                        shape.head_dim));
-  }
   VecInferCodebooks cb;
   cb.options = options;
   cb.shape = shape;
@@ -470,7 +493,7 @@ absl::StatusOr<VecInferCodebooks> VecInferCodebooks::FromBlobs(
     if (!(l > 0)) return absl::InvalidArgumentError("vecinfer lambda not positive");
   }
   if (options.key_pca) {
-    const int mk = shape.head_dim / ks->sub_dim;
+    const int mk = ks->subvectors;
     cb.k_dims.resize(heads * mk);
     if (absl::Status st = take("k_dims", cb.k_dims.size(), cb.k_dims.data()); !st.ok()) return st;
     for (size_t at = 0; at < cb.k_dims.size(); at += mk) {

@@ -28,7 +28,8 @@ constexpr char kUsage[] =
     "         --k-bits B --v-bits B -o FILE.vqcb [--tokens N] [--seq-len N] [--seed S]\n"
     "         [--iterations N] [--no-smooth] [--no-hadamard] [--per-head] [--threads N]\n"
     "         [--pca-keys (vecinfer: keys in score-whitened principal axes, sub-vectors sized\n"
-    "          by their variance, books per kv head; in place of smoothing and hadamard)]\n"
+    "          by their variance, books per kv head; in place of smoothing and hadamard; --k-bits\n"
+    "          then any width of whole 8-bit codes, head_dim * bits / 8 of them: 2.375 -> 19)]\n"
     "         [--max-samples N (vecinfer: rows each codebook trains on, a seeded subsample;\n"
     "          default 32 a centroid, at most 32768)]\n";
 
@@ -140,10 +141,9 @@ int RunCalibrate(int argc, char** argv) {
     vopts.max_samples = flags.max_samples;
     vopts.seed = flags.seed;
     vopts.num_threads = flags.threads > 0 ? flags.threads : 0;
-    if (auto s = PqSpecForBits(flags.k_bits); !s.ok()) return Fail(s.status());
-    if (auto s = PqSpecForBits(flags.v_bits); !s.ok()) return Fail(s.status());
     file.codec = VecInferCodecName(vopts);
-    // the name's parser holds the option rules (-pca: 8-bit key codes, no -nosmooth/-nohadamard).
+    // the name's parser holds the option rules (widths, -pca: no -nosmooth/-nohadamard); the
+    // trainer checks the widths against the model's head_dim.
     if (auto o = VecInferOptionsForName(file.codec); !o.ok()) return Fail(o.status());
   }
 
