@@ -159,6 +159,12 @@ int RunCalibrate(int argc, char** argv) {
   if (!model.ok()) return Fail(model.status());
   LlamaModel& m = **model;
   const KvShape shape = m.kv_shape();
+  if (flags.codec == "vecinfer") {  // widths against this model's head_dim, before the forward pass
+    auto k = VecInferSideGeometry(vopts.k_bits, vopts.key_pca, shape.head_dim);
+    if (!k.ok()) return Fail(k.status());
+    auto v = VecInferSideGeometry(vopts.v_bits, false, shape.head_dim);
+    if (!v.ok()) return Fail(v.status());
+  }
 
   if (flags.codec == "commvq") {
     if (flags.k_bits != flags.v_bits) {
