@@ -24,24 +24,18 @@ absl::StatusOr<PqSpec> PqSpecForBits(float bits) {
       absl::StrFormat("vecinfer: unsupported bit width %g (use 4, 3, 2, 1.5 or 1)", bits));
 }
 
-absl::StatusOr<int> PcaSubvectors(float bits, int head_dim) {
-  const float m = head_dim * bits / 8;
-  if (!(m >= 1 && m <= head_dim && m == std::floor(m))) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "vecinfer: %g bits over head_dim %d is not a whole number of 8-bit codes (1 to %d)", bits, head_dim,
-        head_dim));
-  }
-  return static_cast<int>(m);
-}
-
 absl::StatusOr<VecInferSide> VecInferSideGeometry(float bits, bool pca, int head_dim) {
   if (!kernels::IsPowerOfTwo(head_dim)) {
     return absl::InvalidArgumentError(absl::StrFormat("vecinfer: head_dim %d is not a power of two", head_dim));
   }
   if (pca) {
-    auto m = PcaSubvectors(bits, head_dim);
-    if (!m.ok()) return m.status();
-    return VecInferSide{8, *m};
+    const float m = head_dim * bits / 8;
+    if (!(m >= 1 && m <= head_dim && m == std::floor(m))) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "vecinfer: %g bits over head_dim %d is not a whole number of 8-bit codes (1 to %d)", bits, head_dim,
+          head_dim));
+    }
+    return VecInferSide{8, static_cast<int>(m)};
   }
   auto spec = PqSpecForBits(bits);
   if (!spec.ok()) return spec.status();
@@ -103,7 +97,7 @@ class VecInferCodec final : public KvCodec {
     G_ = o.per_head ? H_ : 1;
     GK_ = o.key_pca ? H_ : G_;
     const VecInferSide ks = *VecInferSideGeometry(o.k_bits, o.key_pca, D_);  // FromBlobs checked it
-    kspec_ = PqSpec{ks.code_bits, D_ / ks.subvectors};  // sub_dim: the even split, unused with key_pca
+    kspec_ = PqSpec{ks.code_bits, o.key_pca ? 0 : D_ / ks.subvectors};  // -pca: sizes from k_dims
     vspec_ = *PqSpecForBits(o.v_bits);
     mk_ = ks.subvectors;
     mv_ = D_ / vspec_.sub_dim;

@@ -39,17 +39,14 @@ struct VecInferOptions {
   int num_threads = 0;
 };
 
-// 8-bit codes over sub-vectors of calibrated sizes (-pca keys): the number of sub-vectors per
-// head, head_dim * bits / 8; an error unless that is a whole number in 1..head_dim.
-absl::StatusOr<int> PcaSubvectors(float bits, int head_dim);
-
 // code width and sub-vectors per head of one side (keys or values) of a vecinfer codec.
 struct VecInferSide {
   int code_bits = 8;
   int subvectors = 0;
 };
-// the table's PqSpec (head_dim divisible by its sub_dim), or with pca 8-bit codes over
-// PcaSubvectors; head_dim must be a power of two.
+// the table's PqSpec (head_dim divisible by its sub_dim), or with pca head_dim * bits / 8 8-bit
+// codes over sub-vectors of calibrated sizes (an error unless a whole number in 1..head_dim);
+// head_dim must be a power of two.
 absl::StatusOr<VecInferSide> VecInferSideGeometry(float bits, bool pca, int head_dim);
 
 // "vecinfer-k2v2", with suffixes "-nosmooth", "-nohadamard", "-perhead", "-pca" for the options.
@@ -69,7 +66,7 @@ struct VecInferCodebooks {
   std::vector<float> k_mean;       // (layers, kv_heads, head_dim)
   std::vector<float> k_transform;  // (layers, kv_heads, head_dim, head_dim) KeyPca::transform
   std::vector<float> k_inverse;    // (layers, kv_heads, head_dim, head_dim) KeyPca::inverse
-  std::vector<int32_t> k_dims;     // (layers, kv_heads, mk) sub-vector sizes (mk: PcaSubvectors)
+  std::vector<int32_t> k_dims;     // (layers, kv_heads, mk) sub-vector sizes (mk: VecInferSideGeometry)
 
   // named little-endian arrays: fp32 "lambda", "k_centroids", "v_centroids"; with key_pca also
   // fp32 "k_mean", "k_transform", "k_inverse" and int32 "k_dims".
