@@ -4,7 +4,9 @@
 // (centroids plus (mean T), the sizes) the kernels read:
 //  - decode attention (the lut built by LaunchVecInferPcaLut, copied by the tensor-core kernel)
 //    over pages the cpu codec wrote, against the codec's own AttendPages, with the queries
-//    transformed on the host in float64 (q~ = T^-1 q), at head_dim 64 and 128 and gqa 1, 3, 4, 8;
+//    transformed on the host in float64 (q~ = T^-1 q), at head_dim 64 and 128 and gqa 1, 3, 4, 8,
+//    with 16 key codes a token (k2v2-pca) and, at head_dim 64, 19 (k2.375v2-pca: the kernel's
+//    runtime code count);
 //  - the query transform kernel against that float64 q~;
 //  - the page encoder against the cpu EncodePage: codes equal except at near-ties.
 // skips itself where there is no cuda device.
@@ -36,19 +38,22 @@ namespace {
 
 constexpr int kLayer = 1;  // of 2: layer offsets exercised
 
-// random -pca books for a 2-layer vecinfer-k2v2-pca `shape` (see the file comment).
-std::shared_ptr<VecInferCodebooks> RandomPcaBooks(const KvShape& shape, unsigned seed) {
+// random -pca books for a 2-layer vecinfer-k{k_bits}v2-pca `shape` (see the file comment).
+std::shared_ptr<VecInferCodebooks> RandomPcaBooks(const KvShape& shape, unsigned seed, float k_bits) {
   auto b = std::make_shared<VecInferCodebooks>();
-  b->options.k_bits = 2;
+  b->options.k_bits = k_bits;
   b->options.v_bits = 2;
   b->options.key_pca = true;
   b->shape = shape;
-  const int L = shape.num_layers, H = shape.num_kv_heads, D = shape.head_dim, mk = D / 4;
+  const int L = shape.num_layers, H = shape.num_kv_heads, D = shape.head_dim;
+  const int mk = static_cast<int>(D * k_bits / 8);
   std::mt19937 rng(seed);
   std::normal_distribution<double> normal(0.0, 1.0);
   std::uniform_real_distribution<double> u(-0.7, 0.7);
   b->lambda.assign(static_cast<size_t>(L) * H * D, 1.0f);
-  const std::vector<int> sizes = {1, 1, 2, 2, 3, 3, 4, 4, 4, 4, 5, 5, 6, 6, 6, 8};  // sum 64
+  const std::vector<int> sizes16 = {1, 1, 2, 2, 3, 3, 4, 4, 4, 4, 5, 5, 6, 6, 6, 8};  // sum 64
+  const std::vector<int> sizes19 = {1, 1, 1, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 6, 6};  // sum 64
+  const std::vector<int>& sizes = mk % 19 == 0 ? sizes19 : sizes16;
   for (int at = 0; at < L * H; ++at) {
     for (int i = 0; i < D; ++i) b->k_mean.push_back(static_cast<float>(3.0 * normal(rng)));
     // Q orthogonal (gram-schmidt of a gaussian matrix, columns), s_j in [e^-0.7, e^0.7]:
@@ -75,7 +80,8 @@ std::shared_ptr<VecInferCodebooks> RandomPcaBooks(const KvShape& shape, unsigned
         b->k_inverse[t0 + j * D + i] = static_cast<float>(q[i * D + j] / s[j]);
       }
     }
-    for (int m = 0; m < mk; ++m) b->k_dims.push_back(sizes[(m + at) % 16]);  // D 128: twice over
+    const int n = static_cast<int>(sizes.size());
+    for (int m = 0; m < mk; ++m) b->k_dims.push_back(sizes[(m + at) % n]);  // D 128: twice over
   }
   b->k_centroids.resize(static_cast<size_t>(L) * H * D * 256);
   for (float& x : b->k_centroids) x = static_cast<float>(0.8 * normal(rng));
@@ -96,16 +102,18 @@ std::vector<double> PcaQuery(const VecInferCodebooks& b, const float* q, int kvh
 }
 
 struct Pca {
+  int mk = 0;  // key codes a token
   KvShape shape;
   std::shared_ptr<VecInferCodebooks> books;
   std::unique_ptr<KvCodec> codec;
   std::unique_ptr<CudaKvCache> cache;  // the runtime's device constants
 };
 
-Pca MakePca(int d, int group, unsigned seed) {
+Pca MakePca(int d, int group, unsigned seed, float k_bits = 2.0f) {
   Pca p;
+  p.mk = static_cast<int>(d * k_bits / 8);
   p.shape = KvShape{2, 2, 2 * group, d};
-  p.books = RandomPcaBooks(p.shape, seed);
+  p.books = RandomPcaBooks(p.shape, seed, k_bits);
   p.codec = MakeVecInferCodec(p.books);
   auto cache = MakeCudaVecInferKvCache(p.books, 1, 1);
   EXPECT_TRUE(cache.ok()) << cache.status();
@@ -119,7 +127,7 @@ void CompareDecode(const Pca& pca, int n, bool half_values) {
   const KvCodec& codec = *pca.codec;
   const KvShape& shape = pca.shape;
   const int H = shape.num_kv_heads, NH = shape.num_heads, D = shape.head_dim;
-  const int group = NH / H, mk = D / 4;
+  const int group = NH / H, mk = pca.mk;
   std::mt19937 rng(static_cast<unsigned>(n + D + group));
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const float* mean = pca.books->k_mean.data() + static_cast<size_t>(kLayer) * H * D;
@@ -139,7 +147,7 @@ void CompareDecode(const Pca& pca, int n, bool half_values) {
   c.v_codebook.assign(pca.books->v_centroids.begin() + kLayer * vbook, pca.books->v_centroids.begin() + (kLayer + 1) * vbook);
   testing::DeviceDecodeCase dev(c);
   const CudaVecInferConstants& vc = pca.cache->vecinfer();
-  dev.UsePcaKeys(vc.k_centroids + static_cast<size_t>(kLayer) * H * vbook, vc.k_dims + kLayer * H * mk);
+  dev.UsePcaKeys(vc.k_centroids + static_cast<size_t>(kLayer) * H * vbook, vc.k_dims + kLayer * H * mk, mk);
   if (half_values) {
     ASSERT_TRUE(dev.UploadHalfBooks(false));
   }
@@ -148,7 +156,7 @@ void CompareDecode(const Pca& pca, int n, bool half_values) {
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<double> ref(cc.reference.begin(), cc.reference.end());
   EXPECT_LE(testing::RelativeError(dev.Output(), ref), 2e-3)
-      << "d=" << D << " gqa=" << group << " n=" << n << (half_values ? " (fp16 values)" : "");
+      << "d=" << D << " mk=" << mk << " gqa=" << group << " n=" << n << (half_values ? " (fp16 values)" : "");
 }
 
 TEST(CudaVecInferPcaTest, DecodeMatchesCpuCodec) {
@@ -161,6 +169,32 @@ TEST(CudaVecInferPcaTest, DecodeMatchesCpuCodec) {
         for (bool half : {false, true}) CompareDecode(pca, n, half);
       }
     }
+  }
+}
+
+// 19 key codes a token (vecinfer-k2.375v2-pca) at head_dim 64: the kernel's runtime code count.
+TEST(CudaVecInferPcaTest, DecodeMatchesCpuCodecAt19Codes) {
+  VQ_SKIP_WITHOUT_CUDA_DEVICE();
+  for (int g : {1, 3, 4, 8}) {
+    const Pca pca = MakePca(64, g, static_cast<unsigned>(31 + g), 2.375f);
+    ASSERT_NE(pca.cache, nullptr);
+    ASSERT_EQ(pca.cache->vecinfer().k_codes, 19);
+    for (int n : {5, 200, 1000}) {
+      for (bool half : {false, true}) CompareDecode(pca, n, half);
+    }
+  }
+}
+
+// widths the tensor-core kernel does not take are refused in one line naming the codec: 19
+// codes at head_dim 128 (38 codes) and widths off the 8-bit grid.
+TEST(CudaVecInferPcaTest, RuntimeRefusesOtherCodeCounts) {
+  EXPECT_TRUE(CudaKvCodecSupported("vecinfer-k2.375v2-pca", 64).ok());
+  EXPECT_TRUE(CudaKvCodecSupported("vecinfer-k2v2-pca", 128).ok());
+  for (const auto& [name, d] : std::vector<std::pair<std::string, int>>{
+           {"vecinfer-k2.375v2-pca", 128}, {"vecinfer-k2.375v1-pca", 64}, {"vecinfer-k1.5v2-pca", 64}}) {
+    const absl::Status st = CudaKvCodecSupported(name, d);
+    EXPECT_FALSE(st.ok()) << name << " d=" << d;
+    EXPECT_NE(st.message().find(name), std::string::npos) << st;
   }
 }
 
@@ -222,10 +256,10 @@ TEST(CudaVecInferPcaTest, QueryTransformMatchesFloat64) {
 // float64), value codes likewise.
 TEST(CudaVecInferPcaTest, EncodeMatchesCpuEncodePage) {
   VQ_SKIP_WITHOUT_CUDA_DEVICE();
-  for (int d : {64, 128}) {
-    const Pca pca = MakePca(d, 2, 11);
+  for (const auto& [d, k_bits] : std::vector<std::pair<int, float>>{{64, 2.0f}, {128, 2.0f}, {64, 2.375f}}) {
+    const Pca pca = MakePca(d, 2, 11, k_bits);
     ASSERT_NE(pca.cache, nullptr);
-    const int H = pca.shape.num_kv_heads, P = 32, mk = d / 4;
+    const int H = pca.shape.num_kv_heads, P = 32, mk = pca.mk;
     const VecInferCodebooks& b = *pca.books;
     std::mt19937 rng(static_cast<unsigned>(d));
     std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -254,6 +288,7 @@ TEST(CudaVecInferPcaTest, EncodeMatchesCpuEncodePage) {
     ep.v = dv;
     ep.k_transform = vc.k_transform + static_cast<size_t>(kLayer) * H * d * d;
     ep.k_dims = vc.k_dims + kLayer * H * mk;
+    ep.k_codes = mk;
     ep.k_codebook = vc.k_centroids + static_cast<size_t>(kLayer) * H * vbook;
     ep.k_codebook_head_stride = static_cast<int64_t>(vbook);
     ep.v_codebook = dcv;

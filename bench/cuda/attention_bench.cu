@@ -249,7 +249,7 @@ int main(int argc, char** argv) {
           }
           VQ_CUDA_CHECK(cudaMalloc(&k_dims, dims.size() * 4));
           VQ_CUDA_CHECK(cudaMemcpy(k_dims, dims.data(), dims.size() * 4, cudaMemcpyHostToDevice));
-          VQ_CUDA_CHECK(cudaMalloc(&lut, vqserve::cuda::VecInferPcaLutBytes(batch, kHeads, kDim, k.dk)));
+          VQ_CUDA_CHECK(cudaMalloc(&lut, vqserve::cuda::VecInferPcaLutBytes(batch, kHeads, mk)));
         }
 
         DecodeAttentionParams p;

@@ -25,8 +25,39 @@ namespace vqserve {
 namespace {
 constexpr char kCudaCodecs[] =
     "fp16, kivi-k2v2, kivi-k4v4, vecinfer-kXvY for X, Y in 4, 3, 2, 1.5, 1 "
-    "(with any of the -nosmooth, -nohadamard, -perhead suffixes; -pca for k2v2, k2v1 and k1v1), "
+    "(with any of the -nosmooth, -nohadamard, -perhead suffixes; -pca for k2v2, k2v1 and k1v1, "
+    "and at head_dim 64 for kXv2 with 17 to 32 key codes, X in 2.125 .. 4 in steps of 0.125), "
     "commvq-2, commvq-1";
+
+// the key side of a vecinfer codec on the gpu: its PqSpec, and with -pca keys (Mk codes of
+// calibrated sizes) the sub_dim that stands in for Mk in the kernels' shape checks (8 for D / 8
+// codes, else 4), refused unless the tensor-core kernel takes Mk (D / 4, D / 8, or 17 .. 32 at
+// head_dim 64 with 4-dim values).
+struct CudaKeySide {
+  PqSpec spec;
+  int codes = 0;
+};
+absl::StatusOr<CudaKeySide> CudaKeySideFor(const VecInferOptions& o, int head_dim) {
+  const int D = head_dim;
+  if (!o.key_pca) {
+    absl::StatusOr<PqSpec> k = PqSpecForBits(o.k_bits);
+    if (!k.ok()) return k.status();
+    return CudaKeySide{*k, D / k->sub_dim};
+  }
+  absl::StatusOr<VecInferSide> g = VecInferSideGeometry(o.k_bits, true, D);
+  absl::StatusOr<PqSpec> v = PqSpecForBits(o.v_bits);
+  if (!g.ok()) return g.status();
+  if (!v.ok()) return v.status();
+  const int mk = g->subvectors;
+  const bool var = D == 64 && mk > 16 && mk <= 32 && v->sub_dim == 4 && v->code_bits == 8;
+  if (mk != D / 4 && mk != D / 8 && !var) {
+    return absl::InvalidArgumentError(absl::StrCat("-pca keys of ", mk, " codes at head_dim ", D));
+  }
+  PqSpec k;
+  k.sub_dim = mk == D / 8 ? 8 : 4;
+  k.code_bits = 8;
+  return CudaKeySide{k, mk};
+}
 }  // namespace
 
 absl::Status CudaKvCodecSupported(const std::string& name, int head_dim) {
@@ -40,14 +71,14 @@ absl::Status CudaKvCodecSupported(const std::string& name, int head_dim) {
   }
   bool ok = false;
   if (absl::StartsWith(name, "vecinfer-")) {
+    const int D = head_dim == 0 ? 64 : head_dim;
     absl::StatusOr<VecInferOptions> o = VecInferOptionsForName(name);
-    absl::StatusOr<PqSpec> k = o.ok() ? PqSpecForBits(o->k_bits) : o.status();
+    absl::StatusOr<CudaKeySide> k = o.ok() ? CudaKeySideFor(*o, D) : o.status();
     absl::StatusOr<PqSpec> v = o.ok() ? PqSpecForBits(o->v_bits) : o.status();
     ok = k.ok() && v.ok();  // every width: the decode dispatch picks the kernel
     // -pca keys: the tensor-core kernel's widths (its lut is built outside it).
     if (ok && o->key_pca) {
-      ok = cuda::VecInferTakesHalfBooks(head_dim == 0 ? 64 : head_dim, k->sub_dim, v->sub_dim, k->code_bits,
-                                        v->code_bits);
+      ok = cuda::VecInferTakesHalfBooks(D, k->spec.sub_dim, v->sub_dim, k->spec.code_bits, v->code_bits);
     }
   }
   if (ok) return absl::OkStatus();
@@ -180,8 +211,8 @@ namespace {
 // -pca keys: adds (mean T) to every key centroid of `all` (lambda, then the key books), then
 // appends k_transform, the transposes of k_inverse, and the int32 bits of k_dims and of the dim
 // map (CudaVecInferConstants).
-void AppendPcaConstants(const VecInferCodebooks& cb, int k_sub_dim, std::vector<float>* all) {
-  const int D = cb.shape.head_dim, H = cb.shape.num_kv_heads, mk = D / k_sub_dim;
+void AppendPcaConstants(const VecInferCodebooks& cb, int mk, std::vector<float>* all) {
+  const int D = cb.shape.head_dim, H = cb.shape.num_kv_heads;
   const size_t heads = static_cast<size_t>(cb.shape.num_layers) * H;
   std::vector<int32_t> ints(cb.k_dims.begin(), cb.k_dims.end());  // then the dim maps (heads, D)
   std::vector<float> inverse_t(heads * D * D), zero(D, 0.0f), shift(D);
@@ -217,7 +248,8 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
   const std::string name = VecInferCodecName(cb->options);
   if (absl::Status st = CudaKvCodecSupported(name, shape.head_dim); !st.ok()) return st;
   std::unique_ptr<KvCodec> codec = MakeVecInferCodec(cb);
-  const PqSpec k = *PqSpecForBits(cb->options.k_bits), v = *PqSpecForBits(cb->options.v_bits);
+  const CudaKeySide ks = *CudaKeySideFor(cb->options, shape.head_dim);  // CudaKvCodecSupported
+  const PqSpec k = ks.spec, v = *PqSpecForBits(cb->options.v_bits);
   std::unique_ptr<CudaKvCache> c(new CudaKvCache());
   c->format_ = KvPageFormat::kVecInfer;
   c->InitSpec(*codec, shape, num_pages, num_slots, sink_tokens);
@@ -229,7 +261,7 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
   all.insert(all.end(), cb->k_centroids.begin(), cb->k_centroids.end());
   all.insert(all.end(), cb->v_centroids.begin(), cb->v_centroids.end());
   const size_t pca_at = all.size();
-  if (cb->options.key_pca) AppendPcaConstants(*cb, k.sub_dim, &all);
+  if (cb->options.key_pca) AppendPcaConstants(*cb, ks.codes, &all);
   if (absl::Status st = c->UploadConstants(all); !st.ok()) return st;
   CudaVecInferConstants& vc = c->vecinfer_;
   vc.lambda = c->constants_;
@@ -240,8 +272,9 @@ absl::StatusOr<std::unique_ptr<CudaKvCache>> MakeCudaVecInferKvCache(
     vc.k_transform = c->constants_ + pca_at;
     vc.k_inverse_t = vc.k_transform + heads * D * D;
     vc.k_dims = reinterpret_cast<const int32_t*>(vc.k_inverse_t + heads * D * D);
-    vc.k_dim_map = vc.k_dims + heads * (D / k.sub_dim);
+    vc.k_dim_map = vc.k_dims + heads * ks.codes;
   }
+  vc.k_codes = ks.codes;
   vc.k_sub_dim = k.sub_dim;
   vc.v_sub_dim = v.sub_dim;
   vc.k_code_bits = k.code_bits;

@@ -31,10 +31,11 @@ struct CudaVecInferConstants {
   const float* lambda = nullptr;
   const float* k_centroids = nullptr;
   const float* v_centroids = nullptr;
-  int k_sub_dim = 4;
+  int k_sub_dim = 4;  // -pca keys: the stand-in for k_codes in the kernels' shape checks
   int v_sub_dim = 4;
   int k_code_bits = 8;  // 8 or 12
   int v_code_bits = 8;
+  int k_codes = 0;  // key codes a token and kv head (D / k_sub_dim, or -pca's Mk)
   bool per_head = false;  // g = num_kv_heads, else 1
   bool hadamard = true;
   // fp16 code-major copies of v_centroids and k_centroids, (layers, g, 256, D / sub, sub)
@@ -47,7 +48,7 @@ struct CudaVecInferConstants {
   const uint16_t* k_centroids_f16 = nullptr;
   // -pca keys (VecInferOptions::key_pca; null otherwise), per (layer, kv head) as
   // kernels/cuda/kv_step/vecinfer_kv_step.h VecInferLayerCodec takes them: k_transform and
-  // k_inverse_t (D, D), k_dims (D / k_sub_dim), k_dim_map (D); k_centroids are then per kv head
+  // k_inverse_t (D, D), k_dims (k_codes), k_dim_map (D); k_centroids are then per kv head
   // (layers, H, D << 8) and hold the centroids plus (mean T); no fp16 key books (the decode
   // kernel's lut comes from LaunchVecInferPcaLut).
   const float* k_transform = nullptr;

@@ -593,7 +593,7 @@ std::vector<int64_t> CudaLlamaModel::GraphKey(const StepHost& h, const CudaCodec
                               spec.sink_tokens, int64_t(spec.page_bytes),
                               cache.ring_slot_stride(), cache.ring_tokens(),
                               cache.sink_slot_stride(), cache.kivi_bits(), vc.k_sub_dim,
-                              vc.v_sub_dim, vc.per_head, vc.hadamard, cq.key_rounds,
+                              vc.k_codes, vc.v_sub_dim, vc.per_head, vc.hadamard, cq.key_rounds,
                               cq.value_rounds, cq.key_head_stride, cq.value_head_stride};
   float theta = cq.rope_theta;  // the bits of the commvq rope base
   int32_t theta_bits = 0;

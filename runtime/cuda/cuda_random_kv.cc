@@ -19,7 +19,9 @@ VecInferCodebooks RandomVecInferCodebooks(const KvShape& shape, const VecInferOp
   cb.options = options;
   cb.shape = shape;
   const int64_t groups = options.per_head ? shape.num_kv_heads : 1;
-  const PqSpec k = *PqSpecForBits(options.k_bits), v = *PqSpecForBits(options.v_bits);
+  // -pca keys: 8-bit codes of calibrated sizes (any whole number a head); else the table's spec.
+  const PqSpec k = options.key_pca ? PqSpec{8, 4} : *PqSpecForBits(options.k_bits);
+  const PqSpec v = *PqSpecForBits(options.v_bits);
   cb.lambda.assign(size_t(shape.num_layers) * shape.num_kv_heads * shape.head_dim, 1.0f);
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
@@ -30,7 +32,7 @@ VecInferCodebooks RandomVecInferCodebooks(const KvShape& shape, const VecInferOp
   for (float& x : cb.k_centroids) x = u(rng);
   for (float& x : cb.v_centroids) x = u(rng);
   if (options.key_pca) {  // identity transforms, zero means, sub-vectors of 1 .. 8 dims
-    const int D = shape.head_dim, mk = D / k.sub_dim;
+    const int D = shape.head_dim, mk = VecInferSideGeometry(options.k_bits, true, D)->subvectors;
     const size_t heads = size_t(shape.num_layers) * shape.num_kv_heads;
     cb.k_mean.assign(heads * D, 0.0f);
     cb.k_transform.assign(heads * D * D, 0.0f);
@@ -38,13 +40,13 @@ VecInferCodebooks RandomVecInferCodebooks(const KvShape& shape, const VecInferOp
       for (int i = 0; i < D; ++i) cb.k_transform[(at * D + i) * D + i] = 1.0f;
     }
     cb.k_inverse = cb.k_transform;
-    // mk sizes summing to D: the pattern sums to 64 over 16 (2- and 8-dim codes halve or
-    // double each size; for D 128 the pattern twice).
+    // mk sizes summing to D: the pattern sums to 64 over 16, scaled by D / (4 mk) (halved at
+    // twice the codes, doubled at half); the last takes what is left.
     const int sizes[16] = {1, 1, 2, 2, 3, 3, 4, 4, 4, 4, 5, 5, 6, 6, 6, 8};
     for (size_t at = 0; at < heads; ++at) {
       int left = D;
       for (int m = 0; m < mk; ++m) {
-        const int d = m + 1 == mk ? left : std::max(1, std::min(left - (mk - m - 1), sizes[(m + at) % 16] * 4 / k.sub_dim));
+        const int d = m + 1 == mk ? left : std::max(1, std::min(left - (mk - m - 1), sizes[(m + at) % 16] * D / (4 * mk)));
         cb.k_dims.push_back(d);
         left -= d;
       }

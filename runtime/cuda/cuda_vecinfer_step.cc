@@ -26,13 +26,14 @@ cuda::VecInferLayerCodec LayerCodec(const CudaKvCache& cache, int layer) {
   if (pca) {
     lc.k_transform = c.k_transform + layer * H * D * D;
     lc.k_inverse_t = c.k_inverse_t + layer * H * D * D;
-    lc.k_dims = c.k_dims + layer * H * (D / c.k_sub_dim);
+    lc.k_dims = c.k_dims + layer * H * c.k_codes;
     lc.k_dim_map = c.k_dim_map + layer * H * D;
   }
   lc.k_codebook_head_stride = gk > 1 ? k_head : 0;
   lc.v_codebook_head_stride = c.per_head ? v_head : 0;
   lc.k_sub_dim = c.k_sub_dim;
   lc.v_sub_dim = c.v_sub_dim;
+  lc.k_codes = c.k_codes;
   lc.k_code_bits = c.k_code_bits;
   lc.v_code_bits = c.v_code_bits;
   return lc;
@@ -51,6 +52,7 @@ cuda::DecodeAttentionParams CudaVecInferStep::DecodeParams(const CudaKvCache& ca
   dp.vq_v_codebook_head_stride = codec.v_codebook_head_stride;
   dp.vq_k_sub_dim = codec.k_sub_dim;
   dp.vq_v_sub_dim = codec.v_sub_dim;
+  dp.vq_k_codes = codec.k_codes;
   dp.vq_k_code_bits = codec.k_code_bits;
   dp.vq_v_code_bits = codec.v_code_bits;
   const CudaVecInferConstants& vc = cache.vecinfer();
@@ -97,6 +99,7 @@ std::string CudaVecInferStep::Layer(const CudaKvCache& cache, int layer,
     ep.v_code_bits = codec.v_code_bits;
     ep.k_transform = codec.k_transform;
     ep.k_dims = codec.k_dims;
+    ep.k_codes = codec.k_dims != nullptr ? codec.k_codes : 0;
     ep.num_kv_heads = H;
     ep.head_dim = D;
     ep.dst = step.pages + step.layer_offset;
@@ -112,7 +115,7 @@ std::string CudaVecInferStep::Layer(const CudaKvCache& cache, int layer,
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   if (decode) {
     if (codec.k_dims != nullptr) {
-      pca_lut_.Reserve(cuda::VecInferPcaLutBytes(n, num_heads, D, codec.k_sub_dim) / sizeof(uint16_t));
+      pca_lut_.Reserve(cuda::VecInferPcaLutBytes(n, num_heads, codec.k_codes) / sizeof(uint16_t));
     }
     // 3. ring append, then the fused decode kernel over codes + ring.
     if (err = cuda::LaunchRingAppend(step, k, v, qkv_stride, stream); !err.empty()) return err;

@@ -96,13 +96,15 @@ class DeviceDecodeCase {
     return true;
   }
   // vecinfer -pca keys: per kv head key books and sub-vector sizes already on the device (the
-  // layer's slices of a CudaKvCache's constants, CudaVecInferConstants), and the lut scratch.
-  void UsePcaKeys(const float* k_books, const int32_t* k_dims) {
+  // layer's slices of a CudaKvCache's constants, CudaVecInferConstants), and the lut scratch;
+  // k_codes key codes a token (0: head_dim / vq_k_sub_dim).
+  void UsePcaKeys(const float* k_books, const int32_t* k_dims, int k_codes = 0) {
     cuda::DecodeAttentionParams& p = params_;
     p.vq_k_codebook = k_books;
     p.vq_k_codebook_head_stride = int64_t{p.head_dim} << p.vq_k_code_bits;
     p.vq_k_dims = k_dims;
-    p.vq_pca_lut = Alloc<uint8_t>(cuda::VecInferPcaLutBytes(p.batch, p.num_heads, p.head_dim, p.vq_k_sub_dim));
+    p.vq_k_codes = k_codes;
+    p.vq_pca_lut = Alloc<uint8_t>(cuda::VecInferPcaLutBytes(p.batch, p.num_heads, cuda::VecInferKeyCodes(p)));
   }
   // fills the output with nan so that unwritten elements show.
   void PoisonOutput() { VQ_CUDA_CHECK(cudaMemset(params_.out, 0xff, out_elems_ * sizeof(float))); }

@@ -73,7 +73,7 @@ int HeadsPerBlockFor(KvPageFormat f, const DecodeAttentionParams& p) {
   }
   if (f == KvPageFormat::kFp16) limit = kFp16StagedMaxHeads;
   if (f == KvPageFormat::kVecInfer && VecInferLutShape(p)) {
-    const int mk = p.head_dim / p.vq_k_sub_dim;
+    const int mk = VecInferKeyCodes(p);
     limit = 128 / mk < 8 ? 128 / mk : 8;
     if (VecInferMmaShape(p)) limit = 4;
   }
@@ -169,10 +169,17 @@ std::string Validate(KvPageFormat f, const DecodeAttentionParams& p) {
        (p.vq_v_code_bits != 8 && p.vq_v_code_bits != 12))) {
     return "vecinfer decode: codes of 8 or 12 bits";
   }
+  const bool var_k = f == KvPageFormat::kVecInfer && p.vq_k_sub_dim > 0 &&
+                     VecInferKeyCodes(p) != p.head_dim / p.vq_k_sub_dim;
   if (f == KvPageFormat::kVecInfer && p.vq_k_dims != nullptr &&
-      (!VecInferMmaShape(p) || HeadsPerBlockFor(f, p) > 4 || p.vq_pca_lut == nullptr)) {
+      (!VecInferMmaShape(p) || HeadsPerBlockFor(f, p) > 4 || p.vq_pca_lut == nullptr ||
+       (var_k && !VecInferMmaVarKeyCodes(p)))) {
     return "vecinfer decode: -pca keys need the tensor-core kernel's shapes (head_dim 64 or 128, "
-           "8-bit codes of (4, 4), (8, 8) or (4, 8) dims) and a lut scratch";
+           "8-bit codes of (4, 4), (8, 8) or (4, 8) dims; or 17 to 32 key codes at head_dim 64 "
+           "with 4-dim values) and a lut scratch";
+  }
+  if (f == KvPageFormat::kVecInfer && p.vq_k_dims == nullptr && var_k) {
+    return "vecinfer decode: vq_k_codes other than head_dim / vq_k_sub_dim need -pca keys";
   }
   if (f == KvPageFormat::kCommVq) {
     if (p.vq_k_codebook == nullptr || p.vq_v_codebook == nullptr) {

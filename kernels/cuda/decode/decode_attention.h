@@ -83,13 +83,17 @@ struct DecodeAttentionParams {
   const uint16_t* vq_v_codebook_f16 = nullptr;
   const uint16_t* vq_k_codebook_f16 = nullptr;
   // vecinfer -pca keys (runtime/kv/vecinfer_codec.h), null otherwise: the key sub-vector sizes
-  // (D / vq_k_sub_dim per kv head, at + h * (D / vq_k_sub_dim)), summing to D; key book m of kv
+  // (Mk = VecInferKeyCodes per kv head, at + h * Mk), summing to D; key book m of kv
   // head h is (256, vq_k_dims[m]) at vq_k_codebook + h * vq_k_codebook_head_stride + 256 * (the
   // sizes before m), centroids in the transformed space plus the transformed key mean, and
   // q_tilde is T^-1 q (so q_tilde . centroid = q . the decoded key). the launch fills the lut
   // scratch vq_pca_lut (VecInferPcaLutBytes) first; the tensor-core kernel's shapes only.
   const int32_t* vq_k_dims = nullptr;
   void* vq_pca_lut = nullptr;
+  // key codes a token and kv head: 0 means D / vq_k_sub_dim. -pca keys may have any whole
+  // number: the tensor-core kernel takes D / 4, D / 8, or at head_dim 64 17 to 32 (with
+  // vq_k_sub_dim 4 and 4-dim values, vecinfer-k2.375v2-pca's 19).
+  int vq_k_codes = 0;
   // vecinfer code widths, 8 or 12 bits (2^bits centroids per codebook instead of 256 above).
   // 12-bit codes, and 8-bit sub-vector pairs other than (2,2) (4,4) (8,8) (4,8), run the
   // element-wise kernel that reads centroids from global memory (vecinfer_generic_decode.cu).
@@ -119,10 +123,25 @@ struct DecodeAttentionParams {
   int64_t sink_slot_stride = 0;
 };
 
-// bytes of the -pca lut scratch (DecodeAttentionParams::vq_pca_lut) for these shapes: one fp16
-// lut of 256 codes x (head_dim / k_sub_dim) sub-vectors x 4 heads per block, at most num_heads
-// blocks a sequence.
-size_t VecInferPcaLutBytes(int batch, int num_heads, int head_dim, int k_sub_dim);
+// key codes a token and kv head of vecinfer pages: p.vq_k_codes, or D / vq_k_sub_dim when 0.
+inline int VecInferKeyCodes(const DecodeAttentionParams& p) {
+  return p.vq_k_codes > 0 ? p.vq_k_codes : p.head_dim / p.vq_k_sub_dim;
+}
+
+// -pca keys of a number of codes the tensor-core kernel takes at run time (besides D / 4 and
+// D / 8): head_dim 64, 17 to 32 codes, vq_k_sub_dim 4 (its stand-in), 8-bit codes, 4-dim values.
+inline bool VecInferMmaVarKeyCodes(const DecodeAttentionParams& p) {
+  const int mk = VecInferKeyCodes(p);
+  return p.vq_k_dims != nullptr && p.head_dim == 64 && p.vq_k_sub_dim == 4 && p.vq_v_sub_dim == 4 &&
+         p.vq_k_code_bits == 8 && p.vq_v_code_bits == 8 && mk > 16 && mk <= 32;
+}
+
+// bytes of the -pca lut scratch (DecodeAttentionParams::vq_pca_lut) for `k_codes` key codes a
+// token: one fp16 lut of 256 codes x VecInferPcaLutRow(k_codes) entries x 4 heads per block, at
+// most num_heads blocks a sequence.
+size_t VecInferPcaLutBytes(int batch, int num_heads, int k_codes);
+// entries of a -pca lut row: the key codes rounded up to 4 (the entries past k_codes are zeros).
+constexpr int VecInferPcaLutRow(int k_codes) { return (k_codes + 3) / 4 * 4; }
 
 // floats of scratch one launch needs.
 size_t DecodeWorkspaceFloats(int batch, int num_heads, int head_dim);

@@ -28,8 +28,8 @@ std::string LaunchVecInferMmaDecode(const DecodeAttentionParams& p, int hb, int 
 
 // vecinfer -pca keys: p.vq_pca_lut <- the fp16 lut of every block of the tensor-core kernel
 // (grid (*, kv heads x head groups, batch)), the image that kernel otherwise builds in shared
-// memory: block (b, y)'s [256 codes][D / vq_k_sub_dim][4 heads] at + (b * gridDim.y + y) * 256 *
-// (D / vq_k_sub_dim) * 4 halves (vecinfer_pca_lut.cu).
+// memory: block (b, y)'s [256 codes][R][4 heads] at + (b * gridDim.y + y) * 256 * R * 4 halves,
+// R = VecInferPcaLutRow(Mk), entries m >= Mk zero (vecinfer_pca_lut.cu).
 std::string LaunchVecInferPcaLut(const DecodeAttentionParams& p, int hb, cudaStream_t stream);
 
 // vecinfer pages of any code width (8 or 12 bits) and sub-vector sizes (2, 4, 8), read

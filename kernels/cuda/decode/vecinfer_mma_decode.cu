@@ -1,5 +1,6 @@
 // vecinfer decode attention on the tensor cores (head_dim 128 or 64, 8-bit codes with (key,
-// value) sub-vectors of (4, 4), (8, 8) or (4, 8) dims, PageShape<D, DK, DV>): lut scores and
+// value) sub-vectors of (4, 4), (8, 8) or (4, 8) dims, PageShape<D, DK, DV>; -pca keys also of
+// 17 to 32 codes at head_dim 64 with 4-dim values, PageShape<64, 4, 4, true>): lut scores and
 // values both on the tensor cores with code-independent shared-memory banks (the page loop and
 // the fragment layout: vecinfer_mma_page.cuh), and the fixed per-launch costs cut:
 //  - books: every thread owns one sub-vector m and 16 codes, so its 16 query floats come
@@ -102,17 +103,16 @@ __device__ __forceinline__ void CopyHalfValues(const DecodeAttentionParams& p, i
   CpAsyncCommit();
 }
 
-// -pca keys: the block's lut image, built by LaunchVecInferPcaLut ([256][kKSubs] 8-byte entries
-// at p.vq_pca_lut + block (b, blockIdx.y)), copied into the lut rows by 16-byte cp.async chunks;
-// commits nothing (the chunks join the next group: CopyHalfValues').
-template <class S>
-__device__ __forceinline__ void CopyPcaLut(const DecodeAttentionParams& p, int b, uint2* lut_s) {
-  constexpr int kRowChunks = S::kKSubs / 2, kChunks = 256 * kRowChunks;
+// -pca keys: the block's lut image, built by LaunchVecInferPcaLut ([256][row] 8-byte entries,
+// row = VecInferPcaLutRow(Mk), at p.vq_pca_lut + block (b, blockIdx.y)), copied into the lut rows
+// by 16-byte cp.async chunks; commits nothing (the chunks join the next group: CopyHalfValues').
+__device__ __forceinline__ void CopyPcaLut(const DecodeAttentionParams& p, int b, int row, uint2* lut_s) {
+  const int row_chunks = row / 2, chunks = 256 * row_chunks;
   const uint8_t* src = reinterpret_cast<const uint8_t*>(p.vq_pca_lut) +
-                       (static_cast<int64_t>(b) * gridDim.y + blockIdx.y) * 256 * S::kKSubs * 8;
+                       (static_cast<int64_t>(b) * gridDim.y + blockIdx.y) * 256 * row * 8;
   uint8_t* dst = reinterpret_cast<uint8_t*>(lut_s);
-  for (int c = threadIdx.x; c < kChunks; c += kThreads) {
-    CpAsync16(dst + (c / kRowChunks) * kBookRow * 8 + (c % kRowChunks) * 16, src + 16 * c);
+  for (int c = threadIdx.x; c < chunks; c += kThreads) {
+    CpAsync16(dst + (c / row_chunks) * kBookRow * 8 + (c % row_chunks) * 16, src + 16 * c);
   }
 }
 
@@ -220,14 +220,15 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
   uint2* lut_s = reinterpret_cast<uint2*>(smem + lay.lut);  // [256][32] x 4 halves (heads)
   uint2* cv_s = lut_s + kBookRow * 256;                     // [256][32] x 4 halves (dims)
   const uint32_t lut_hi = (win + lay.lut) >> 16;            // window address bits 16.. of the lut
-  WarpPages<S> pages = MakeWarpPages<S>(p, b, kvh, t0, t1, warp, lane, smem, lay.nlow, lay.high);
+  const int mk = p.vq_k_codes;  // set by the launch
+  WarpPages<S> pages = MakeWarpPages<S>(p, b, kvh, t0, t1, warp, lane, smem, lay.nlow, lay.high, 32 * mk);
   if constexpr (kLean) Pin(&pages.table);  // kept, not recomputed per page
   if (residual_first) {
     BlockResidual<D>(p, b, kvh, h0, hb, split + 1, reinterpret_cast<float*>(lut_s));
     __syncthreads();  // its merge has read the scratch: the copies and the lut build may write
   }
-  const bool pca = p.vq_k_dims != nullptr, half_v = p.vq_v_codebook_f16 != nullptr;
-  if (pca) CopyPcaLut<S>(p, b, lut_s);
+  const bool pca = S::kVarK || p.vq_k_dims != nullptr, half_v = p.vq_v_codebook_f16 != nullptr;
+  if (pca) CopyPcaLut(p, b, VecInferPcaLutRow(mk), lut_s);
   CopyHalfValues<D>(p, kvh, half_v, cv_s);  // one group, before the 3 page groups
   {
     const int id0 = pages.Id(0), id1 = pages.Id(1), id2 = pages.Id(2);
@@ -239,7 +240,7 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
 
   if (pca) {
     if (!half_v) BuildValues<S>(p, kvh, cv_s);
-  } else {
+  } else if constexpr (!S::kVarK) {
     if (!half_v) {
       if constexpr (S::kDK == 4 && S::kDV == 4) {
         BuildBooks<kBuildBatch, false, true, S>(p, b, kvh, h0, hb, lut_s, cv_s);
@@ -256,7 +257,7 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
   CpAsyncWait<kWStages>();  // the Cv copy has landed (the page groups may be in flight)
   __syncthreads();
 
-  const LaneConsts<S> lc = MakeLaneConsts<kG, S, kLean>(gid, tig, lut_hi);
+  const LaneConsts<S> lc = MakeLaneConsts<kG, S, kLean>(gid, tig, lut_hi, mk);
   WarpPartial<D> part;
   part.Init();
   const int page0 = t0 / 32;
@@ -291,7 +292,8 @@ __device__ inline void MmaSplitRange(int len, int num_splits, int split, int* t0
 // q_tilde (batch, num_heads, D) fp32; codebooks (D / d, 256, d) fp32 per kv head; pages per
 // docs/kv_formats.md; writes workspace partials (batch, num_heads, splits + 1, D + 2).
 // DK, DV: key / value sub-vector dims (PageShape).
-template <int D, ValueGather kG = ValueGather::kPlain, bool kLean = false, int DK = 4, int DV = 4>
+// VK: -pca keys of p.vq_k_codes = 17 .. 32 codes a token (PageShape).
+template <int D, ValueGather kG = ValueGather::kPlain, bool kLean = false, int DK = 4, int DV = 4, bool VK = false>
 __global__ void __launch_bounds__(kThreads, 1)
     VecInferMmaDecodeKernel(const DecodeAttentionParams p, int hb, int num_splits) {
   LaunchDependents();  // the split combine may be scheduled (on free sms) now; it waits for us
@@ -307,7 +309,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const bool first = residual && num_splits == 1 && t0 < t1;
   if (residual && !first) PrefetchResidualL2<kThreads, D>(p, b, kvh);
   if (t0 < t1) {
-    CodedPartial<PageShape<D, DK, DV>, kG, kLean>(p, hb, split, b, kvh, h0, t0, t1, first, smem);
+    CodedPartial<PageShape<D, DK, DV, VK>, kG, kLean>(p, hb, split, b, kvh, h0, t0, t1, first, smem);
   } else {
     WriteEmptyPartial(p, b, h0, hb, split);
   }
@@ -325,16 +327,25 @@ __global__ void __launch_bounds__(kThreads, 1)
 }  // namespace
 }  // namespace vq_mma
 
-std::string LaunchVecInferMmaDecode(const DecodeAttentionParams& p, int hb, int num_splits,
+std::string LaunchVecInferMmaDecode(const DecodeAttentionParams& params, int hb, int num_splits,
                                     cudaStream_t stream) {
-  const int dk = p.vq_k_sub_dim, dv = p.vq_v_sub_dim;
+  DecodeAttentionParams p = params;
+  p.vq_k_codes = VecInferKeyCodes(params);
+  const int dk = p.vq_k_sub_dim, dv = p.vq_v_sub_dim, mk = p.vq_k_codes;
   const bool sub4 = dk == 4 && dv == 4, sub8 = (dk == 8 && dv == 8) || (dk == 4 && dv == 8);
-  if ((p.head_dim != 128 && p.head_dim != 64) || !(sub4 || sub8) || hb > 4) {
+  const bool var_k = mk != p.head_dim / dk;
+  if ((p.head_dim != 128 && p.head_dim != 64) || !(sub4 || sub8) || hb > 4 ||
+      (var_k && !VecInferMmaVarKeyCodes(p))) {
     return "vecinfer mma decode: needs head_dim 128 or 64 with (key, value) sub-vectors of "
-           "(4, 4), (8, 8) or (4, 8) dims; <= 4 heads per block";
+           "(4, 4), (8, 8) or (4, 8) dims, or -pca keys of 17 to 32 codes at head_dim 64 with "
+           "4-dim values; <= 4 heads per block";
   }
   using vq_mma::ValueGather;
   using vq_mma::VecInferMmaDecodeKernel;
+  if (var_k) {
+    return vq_mma::LaunchBlocks<VecInferMmaDecodeKernel<64, ValueGather::kPlain, true, 4, 4, true>>(
+        p, hb, num_splits, stream);
+  }
   // the lean page loop everywhere; the quad value gathers at head_dim 128.
   if (p.head_dim == 128) {
     if (dk == 8) {

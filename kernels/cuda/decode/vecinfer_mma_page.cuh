@@ -53,17 +53,23 @@ enum class ValueGather { kPlain, kQuad };
 // 2 m + i being half i of sub-vector m (its code the token's byte m).
 // head_dim 64 with 8-dim keys (8 codes a token): one score step whose lanes tig >= 2 gather
 // nothing (kKLanes = 2); the stage's k part is padded to hold the probabilities (kKRegion).
-template <int D, int DK = 4, int DV = 4>
+// VK (-pca keys, head_dim 64, DK = DV = 4): a runtime number Mk of key codes a token, 17 to 32
+// (LaneConsts::mk): rows of Mk bytes, the stage's k part sized for 32; score step 0 takes codes
+// 0..15, an extra step codes 16.. (ScorePage).
+template <int D, int DK = 4, int DV = 4, bool VK = false>
 struct PageShape {
   static_assert(D == 128 || D == 64, "head_dim 128 or 64");
   static_assert((DK == 4 || DK == 8) && (DV == 4 || DV == 8), "sub-vectors of 4 or 8 dims");
+  static_assert(!VK || (D == 64 && DK == 4 && DV == 4), "runtime key codes: head_dim 64, 4-dim values");
   static constexpr int kDim = D, kDK = DK, kDV = DV;
+  static constexpr bool kVarK = VK;
   static constexpr int kSubs = D / 4;            // 4-dim value chunks (Cv book entries of a code)
-  static constexpr int kKSubs = D / DK, kVSubs = D / DV;  // key / value codes of a token
+  static constexpr int kMaxKCodes = VK ? 32 : D / DK;     // key codes of a token, at most
+  static constexpr int kKSubs = VK ? 16 : D / DK, kVSubs = D / DV;  // key codes of step(s) o / value codes
   static constexpr int kO = kKSubs >= 16 ? kKSubs / 16 : 1;  // score steps o of 16 key sub-vectors
   static constexpr int kKLanes = kKSubs >= 16 ? 4 : kKSubs / 4;  // lanes tig < kKLanes gather scores
   static constexpr int kSlots = kSubs / 8;       // value chunks of a lane group
-  static constexpr int kKCodes = 32 * kKSubs, kVCodes = 32 * kVSubs;  // code bytes of a page
+  static constexpr int kKCodes = 32 * kMaxKCodes, kVCodes = 32 * kVSubs;  // code bytes of a page (VK: at most)
   static constexpr int kKRegion = kKCodes > 4 * kPRow * 2 ? kKCodes : 4 * kPRow * 2;  // k codes or probabilities
   static constexpr int kStageBytes = kKRegion + kVCodes;              // k codes then v codes
   static constexpr uint32_t kWarpStage = kWStages * kStageBytes;      // stage bytes of one warp
@@ -107,6 +113,7 @@ struct WarpPages {
   uint8_t* wst;
   const uint8_t* lsrc;  // this lane's 16 bytes of the kv head's k codes in a page
   int64_t dv;           // k codes -> v codes
+  int kbytes;           // k code bytes of a kv head's page (S::kKCodes unless S::kVarK)
   __device__ __forceinline__ int Id(int i) const { return i < npages ? table[kWarps * i] : -1; }
   // stage <- page `id` (nothing when id < 0); commits one group either way.
   __device__ __forceinline__ void Issue(int stage, int id) const {
@@ -114,8 +121,13 @@ struct WarpPages {
       const uint8_t* src = lsrc + static_cast<int64_t>(id) * p.page_stride;
       uint8_t* dst = wst + stage * S::kStageBytes + lane * 16;
       // 256-byte parts (head_dim 64, 8-dim sub-vectors): lanes < 16 copy them
-      if (S::kKCodes >= 512 || lane < S::kKCodes / 16) CpAsync16(dst, src);
-      if constexpr (S::kKCodes == 1024) CpAsync16(dst + 512, src + 512);
+      if constexpr (S::kVarK) {  // 32 Mk bytes, 34 to 64 chunks
+        CpAsync16(dst, src);
+        if (lane + 32 < kbytes / 16) CpAsync16(dst + 512, src + 512);
+      } else {
+        if (S::kKCodes >= 512 || lane < S::kKCodes / 16) CpAsync16(dst, src);
+        if constexpr (S::kKCodes == 1024) CpAsync16(dst + 512, src + 512);
+      }
       if (S::kVCodes >= 512 || lane < S::kVCodes / 16) CpAsync16(dst + S::kKRegion, src + dv);
       if constexpr (S::kVCodes == 1024) CpAsync16(dst + S::kKRegion + 512, src + dv + 512);
     }
@@ -124,18 +136,19 @@ struct WarpPages {
 };
 // warp `warp`'s pages w, w + 16, ... of coded tokens [t0, t1) of sequence b, kv head kvh; its
 // stages at smem + warp * kWarpStage for warps < nlow, else at high + (warp - nlow) * kWarpStage.
+// kbytes: the k code bytes of a kv head's page (32 Mk).
 template <class S = PageShape<128>>
 __device__ __forceinline__ WarpPages<S> MakeWarpPages(const DecodeAttentionParams& p, int b, int kvh, int t0,
                                                    int t1, int warp, int lane, uint8_t* smem, int nlow,
-                                                   uint32_t high) {
+                                                   uint32_t high, int kbytes = S::kKCodes) {
   const int32_t* table = p.block_tables + b * p.block_table_stride + t0 / 32 + warp;
   const int page_end = (t1 + 31) / 32, page0 = t0 / 32;
   const int npages = page_end - page0 > warp ? (page_end - page0 - warp + kWarps - 1) / kWarps : 0;
   uint8_t* wst = smem + (warp < nlow ? warp * S::kWarpStage : high + (warp - nlow) * S::kWarpStage);
-  const uint8_t* lsrc = p.pages + p.layer_offset + static_cast<int64_t>(kvh) * S::kKCodes + lane * 16;
-  // Kcodes[H][32][kKSubs] then Vcodes[H][32][kVSubs] (docs/kv_formats.md)
-  const int64_t dv = static_cast<int64_t>(p.num_kv_heads) * S::kKCodes + static_cast<int64_t>(kvh) * (S::kVCodes - S::kKCodes);
-  return WarpPages<S>{p, table, npages, lane, wst, lsrc, dv};
+  const uint8_t* lsrc = p.pages + p.layer_offset + static_cast<int64_t>(kvh) * kbytes + lane * 16;
+  // Kcodes[H][32][Mk] then Vcodes[H][32][kVSubs] (docs/kv_formats.md)
+  const int64_t dv = static_cast<int64_t>(p.num_kv_heads) * kbytes + static_cast<int64_t>(kvh) * (S::kVCodes - kbytes);
+  return WarpPages<S>{p, table, npages, lane, wst, lsrc, dv, kbytes};
 }
 
 // per-lane constants of the page loop. scores: step (o, j) reads word tig + 4 (o ^ u) of a
@@ -153,10 +166,11 @@ struct LaneConsts {
   uint32_t plo, phi;  // values: lanes tig >= 2 load tokens tb + 1 / tb + 9 first
   int ha;      // merge: lanes tig < 2 hold heads ha, ha + 1
   int my_tok;  // scores: lanes tig < 2 hold token 16 t + my_tok
+  int mk, xl;  // S::kVarK: key codes a token; lanes tig < xl gather the extra step
 };
 // lut_hi: window address bits 16.. of the lut (Cv is the next 64 KB page).
 template <ValueGather kG, class S = PageShape<128>, bool kLean = false>
-__device__ __forceinline__ LaneConsts<S> MakeLaneConsts(int gid, int tig, uint32_t lut_hi) {
+__device__ __forceinline__ LaneConsts<S> MakeLaneConsts(int gid, int tig, uint32_t lut_hi, int mk = S::kMaxKCodes) {
   static_assert(kG == ValueGather::kPlain || S::kDim == 128, "quad value gathers: head_dim 128 only");
   LaneConsts<S> c;
   const int u = gid >> 2, th = tig >> 1;
@@ -186,6 +200,8 @@ __device__ __forceinline__ LaneConsts<S> MakeLaneConsts(int gid, int tig, uint32
   c.phi = th ? 0x3276u : 0x7632u;
   c.ha = 2 * (tig & 1);
   c.my_tok = gid + 8 * (tig & 1);
+  c.mk = mk;
+  c.xl = (mk - 16 + 3) / 4;
   if constexpr (kLean) {  // opaque: kept in registers, not recomputed in the page loop
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
@@ -253,12 +269,65 @@ __device__ __forceinline__ void RescaleAcc(const float (&alpha)[4], bool odd, Wa
   }
 }
 
+// 4 code bytes at any byte offset of shared memory (rows of Mk bytes): two aligned loads and a
+// funnel shift.
+__device__ __forceinline__ uint32_t LoadCodeWord(const uint8_t* at) {
+  const uint32_t mis = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(at)) & 3u;
+  const uint32_t* w = reinterpret_cast<const uint32_t*>(at - mis);
+  return __funnelshift_r(w[0], w[1], 8 * mis);
+}
+
+// ScorePage of S::kVarK (the lean loop's layout): token rows of c.mk bytes; step 0 gathers codes
+// 4 tig + (0..3) as the 16-code shape does, the extra step codes 16 + 4 tig + (0..3) in lanes
+// tig < c.xl, lut entries 16 .. 16 + 4 xl - 1 (those >= mk are zeros: the byte of the next row
+// that a word past a row's end holds adds nothing).
+template <class S>
+__device__ __forceinline__ void ScorePageVarK(const LaneConsts<S>& c, const uint8_t* kc, float (&s)[2][4]) {
+  uint32_t kw[2][2][2];  // [tile][token gid / gid + 8][step]
+#pragma unroll
+  for (int t = 0; t < 2; ++t)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const uint8_t* row = kc + (16 * t + 8 * r + c.gid) * c.mk + 4 * c.tig;
+      kw[t][r][0] = LoadCodeWord(row);
+      kw[t][r][1] = LoadCodeWord(row + 16);
+    }
+#pragma unroll
+  for (int t = 0; t < 2; ++t)
+#pragma unroll
+    for (int h = 0; h < 4; ++h) s[t][h] = 0.0f;
+  const bool extra = c.tig < c.xl;
+#pragma unroll
+  for (int o = 0; o < 2; ++o)
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int t = 0; t < 2; ++t) {
+        uint2 ea = make_uint2(0u, 0u), eb = ea;
+        const uint32_t xa = EntryOffset(kw[t][0][o], c.kmoff[0][j], c.ksel[j]);
+        const uint32_t xb = EntryOffset(kw[t][1][o], c.kmoff[0][j], c.ksel[j]);
+        if (o == 0) {
+          ea = Lds64(xa);
+          eb = Lds64(xb);
+        } else if (extra) {  // entries 16 on: 128 bytes past step 0's
+          ea = Lds64<128>(xa);
+          eb = Lds64<128>(xb);
+        }
+        Mma16816(s[t], ea.x, ea.y, eb.x, eb.y, c.e0, c.e1);
+      }
+}
+
 // a page's lut scores from its k codes kc [32 tokens][kSubs]: tile t = tokens 16 t .. + 15;
 // after the 8 k-steps lanes tig < 2 hold heads 0..3 (s[t][h]) of token 16 t + my_tok. the
 // books sit at the window pages that c's constants name.
 template <class S = PageShape<128>, bool kLean = false>
 __device__ __forceinline__ void ScorePage(const LaneConsts<S>& c, const uint8_t* kc,
                                           float (&s)[2][4]) {
+  if constexpr (S::kVarK) {
+    static_assert(kLean, "runtime key codes: the lean page loop");
+    ScorePageVarK<S>(c, kc, s);
+    return;
+  }
   const int gid = c.gid, tig = c.tig, u = c.u;
   uint32_t kw[2][2][S::kO];  // [tile][token gid / gid + 8][o]
 #pragma unroll

@@ -82,7 +82,7 @@ __global__ void VecInferEncodeKernel(VecInferEncodeParams p, const int32_t* page
   int* codes = reinterpret_cast<int*>(x + p.head_dim);
   const int t = blockIdx.x, h = blockIdx.y, H = p.num_kv_heads, D = p.head_dim;
   const int tid = threadIdx.x;
-  const int mk = D / p.k_sub_dim, mv = D / p.v_sub_dim;
+  const int mk = p.k_codes > 0 ? p.k_codes : D / p.k_sub_dim, mv = D / p.v_sub_dim;
   const int64_t page_floats = static_cast<int64_t>(kPageTokens) * H * D;
   p.k += blockIdx.z * page_floats;
   p.v += blockIdx.z * page_floats;
@@ -142,6 +142,9 @@ std::string LaunchVecInferEncodePages(const VecInferEncodeParams& p, const int32
     if (bits != 8 && bits != 12) return "vecinfer encode: codes of 8 or 12 bits";
   }
   if ((p.k_transform == nullptr) != (p.k_dims == nullptr)) return "vecinfer encode: -pca needs k_transform and k_dims";
+  if (p.k_codes != 0 && (p.k_dims == nullptr || p.k_codes < 1 || p.k_codes > D)) {
+    return "vecinfer encode: k_codes needs -pca keys and 1 .. head_dim codes";
+  }
   if (p.k == nullptr || p.v == nullptr || (p.lambda == nullptr && p.k_transform == nullptr) || p.k_codebook == nullptr ||
       p.v_codebook == nullptr || p.dst == nullptr || p.num_kv_heads <= 0) {
     return "vecinfer encode: missing inputs";

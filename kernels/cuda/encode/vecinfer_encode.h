@@ -30,10 +30,11 @@ struct VecInferEncodeParams {
   int v_code_bits = 8;
   // -pca keys (kernels/cuda/kv_step/vecinfer_kv_step.h VecInferLayerCodec), null otherwise:
   // y = k T with this layer's k_transform (num_kv_heads, D, D) in place of lambda and hadamard,
-  // each sub-vector m of size k_dims[h * (D / k_sub_dim) + m] coded against its book (the
-  // books hold centroids plus (mean T), so the mean need not be subtracted).
+  // each sub-vector m of size k_dims[h * Mk + m] coded against its book (the books hold
+  // centroids plus (mean T), so the mean need not be subtracted).
   const float* k_transform = nullptr;
   const int32_t* k_dims = nullptr;
+  int k_codes = 0;  // Mk, key codes a token and head (-pca keys: any number <= D); 0: D / k_sub_dim
   int num_kv_heads = 0;
   int head_dim = 0;      // a power of two, <= 256
   // the page's layer slice: Kcodes[H][32] rows of Mk codes, then Vcodes[H][32] rows of Mv.

@@ -95,6 +95,11 @@ __global__ void PcaQueryKernel(const float* q, int64_t q_stride, int group, int 
   out[base + j] = s;
 }
 
+// key codes a token and head (VecInferLayerCodec::k_codes).
+__device__ __forceinline__ int KeyCodes(const VecInferLayerCodec& c, int D) {
+  return c.k_codes > 0 ? c.k_codes : D / c.k_sub_dim;
+}
+
 // element i of the key that code row `codes` selects from kv head kvh's -pca books (c.k_dim_map).
 __device__ __forceinline__ float PcaKeyElem(const VecInferLayerCodec& c, const float* book, const uint8_t* codes,
                                             int kvh, int D, int i) {
@@ -112,7 +117,7 @@ struct VecInferReader {
                         float* dot, float* vals) const {
     const int D = head_dim, H = num_kv_heads, P = page_tokens;
     const int dk = c.k_sub_dim, dv = c.v_sub_dim, kb = c.k_code_bits, vb = c.v_code_bits;
-    const int krow = VecInferRowBytes(D / dk, kb), vrow = VecInferRowBytes(D / dv, vb);
+    const int krow = VecInferRowBytes(KeyCodes(c, D), kb), vrow = VecInferRowBytes(D / dv, vb);
     const float* ck = c.k_codebook + kvh * c.k_codebook_head_stride;
     const float* cv = c.v_codebook + kvh * c.v_codebook_head_stride;
     const uint8_t* kc = slice + (static_cast<int64_t>(kvh) * P + jj) * krow;
@@ -133,7 +138,7 @@ struct VecInferReader {
   // sub-vectors that cover them, rounded to fp16.
   __device__ void Chunk(const uint8_t* slice, int kvh, int jj, int d0, uint4* k, uint4* v) const {
     const int D = head_dim, H = num_kv_heads, P = page_tokens;
-    const int krow = VecInferRowBytes(D / c.k_sub_dim, c.k_code_bits);
+    const int krow = VecInferRowBytes(KeyCodes(c, D), c.k_code_bits);
     const int vrow = VecInferRowBytes(D / c.v_sub_dim, c.v_code_bits);
     const uint8_t* kc = slice + (static_cast<int64_t>(kvh) * P + jj) * krow;
     const uint8_t* vc =

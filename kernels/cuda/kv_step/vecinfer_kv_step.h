@@ -34,7 +34,7 @@ struct VecInferLayerCodec {
   int v_code_bits = 8;
   // -pca keys (runtime/kv/vecinfer_codec.h), null otherwise (then lambda and hadamard apply):
   // per kv head, k_transform (D, D) T (y = k T), k_inverse_t (D, D) the transpose of T^-1
-  // (q~ = T^-1 q), k_dims (D / k_sub_dim) sub-vector sizes and k_dim_map (D): dim i of sub-vector
+  // (q~ = T^-1 q), k_dims (k_codes) sub-vector sizes and k_dim_map (D): dim i of sub-vector
   // m at offset j in it is m | j << 8 | size << 16. key book m is (2^k_code_bits, size) at
   // k_codebook + 2^k_code_bits * (the sizes before m), centroids plus (mean T) (so q~ . centroid
   // = q . the decoded key); k_codebook_head_stride is D << k_code_bits.
@@ -42,7 +42,9 @@ struct VecInferLayerCodec {
   const float* k_inverse_t = nullptr;
   const int32_t* k_dims = nullptr;
   const int32_t* k_dim_map = nullptr;
+  int k_codes = 0;  // Mk, key codes a token and head (-pca keys: any number); 0: D / k_sub_dim
 };
+
 
 // q (n, num_heads, head_dim) fp32 rows at q + t * q_stride -> out (same layout, rows at
 // out + t * q_stride): q~ = H (q * lambda[kv head]), H the orthonormal walsh-hadamard transform
