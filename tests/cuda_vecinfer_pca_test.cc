@@ -5,8 +5,8 @@
 //  - decode attention (the lut built by LaunchVecInferPcaLut, copied by the tensor-core kernel)
 //    over pages the cpu codec wrote, against the codec's own AttendPages, with the queries
 //    transformed on the host in float64 (q~ = T^-1 q), at head_dim 64 and 128 and gqa 1, 3, 4, 8,
-//    with 16 key codes a token (k2v2-pca) and, at head_dim 64, 19 (k2.375v2-pca: the kernel's
-//    runtime code count);
+//    with D / 4 key codes a token (k2v2-pca) and 19 or 38 (k2.375v2-pca: the kernel's runtime
+//    code count);
 //  - the query transform kernel against that float64 q~;
 //  - the page encoder against the cpu EncodePage: codes equal except at near-ties.
 // skips itself where there is no cuda device.
@@ -172,26 +172,32 @@ TEST(CudaVecInferPcaTest, DecodeMatchesCpuCodec) {
   }
 }
 
-// 19 key codes a token (vecinfer-k2.375v2-pca) at head_dim 64: the kernel's runtime code count.
-TEST(CudaVecInferPcaTest, DecodeMatchesCpuCodecAt19Codes) {
+// 2.375-bit keys (vecinfer-k2.375v2-pca): 19 codes a token at head_dim 64, 38 at 128, the
+// kernel's runtime code count.
+TEST(CudaVecInferPcaTest, DecodeMatchesCpuCodecAt2375Bits) {
   VQ_SKIP_WITHOUT_CUDA_DEVICE();
-  for (int g : {1, 3, 4, 8}) {
-    const Pca pca = MakePca(64, g, static_cast<unsigned>(31 + g), 2.375f);
-    ASSERT_NE(pca.cache, nullptr);
-    ASSERT_EQ(pca.cache->vecinfer().k_codes, 19);
-    for (int n : {5, 200, 1000}) {
-      for (bool half : {false, true}) CompareDecode(pca, n, half);
+  for (int d : {64, 128}) {
+    for (int g : {1, 3, 4, 8}) {
+      const Pca pca = MakePca(d, g, static_cast<unsigned>(31 + g + d), 2.375f);
+      ASSERT_NE(pca.cache, nullptr);
+      ASSERT_EQ(pca.cache->vecinfer().k_codes, 19 * d / 64);
+      for (int n : {5, 200, 1000}) {
+        for (bool half : {false, true}) CompareDecode(pca, n, half);
+      }
     }
   }
 }
 
-// widths the tensor-core kernel does not take are refused in one line naming the codec: 19
-// codes at head_dim 128 (38 codes) and widths off the 8-bit grid.
+// widths the tensor-core kernel does not take are refused in one line naming the codec: more
+// than 40 codes at head_dim 128, 1-bit values, fewer codes than D / 4 off D / 8.
 TEST(CudaVecInferPcaTest, RuntimeRefusesOtherCodeCounts) {
-  EXPECT_TRUE(CudaKvCodecSupported("vecinfer-k2.375v2-pca", 64).ok());
-  EXPECT_TRUE(CudaKvCodecSupported("vecinfer-k2v2-pca", 128).ok());
   for (const auto& [name, d] : std::vector<std::pair<std::string, int>>{
-           {"vecinfer-k2.375v2-pca", 128}, {"vecinfer-k2.375v1-pca", 64}, {"vecinfer-k1.5v2-pca", 64}}) {
+           {"vecinfer-k2.375v2-pca", 64}, {"vecinfer-k2.375v2-pca", 128}, {"vecinfer-k2.5v2-pca", 128},
+           {"vecinfer-k2.75v2-pca", 64}, {"vecinfer-k2v2-pca", 128}}) {
+    EXPECT_TRUE(CudaKvCodecSupported(name, d).ok()) << name << " d=" << d;
+  }
+  for (const auto& [name, d] : std::vector<std::pair<std::string, int>>{
+           {"vecinfer-k2.75v2-pca", 128}, {"vecinfer-k2.375v1-pca", 64}, {"vecinfer-k1.5v2-pca", 64}}) {
     const absl::Status st = CudaKvCodecSupported(name, d);
     EXPECT_FALSE(st.ok()) << name << " d=" << d;
     EXPECT_NE(st.message().find(name), std::string::npos) << st;
@@ -256,7 +262,7 @@ TEST(CudaVecInferPcaTest, QueryTransformMatchesFloat64) {
 // float64), value codes likewise.
 TEST(CudaVecInferPcaTest, EncodeMatchesCpuEncodePage) {
   VQ_SKIP_WITHOUT_CUDA_DEVICE();
-  for (const auto& [d, k_bits] : std::vector<std::pair<int, float>>{{64, 2.0f}, {128, 2.0f}, {64, 2.375f}}) {
+  for (const auto& [d, k_bits] : std::vector<std::pair<int, float>>{{64, 2.0f}, {128, 2.0f}, {64, 2.375f}, {128, 2.375f}}) {
     const Pca pca = MakePca(d, 2, 11, k_bits);
     ASSERT_NE(pca.cache, nullptr);
     const int H = pca.shape.num_kv_heads, P = 32, mk = pca.mk;

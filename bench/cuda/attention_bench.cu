@@ -65,6 +65,7 @@ struct Kernel {
   int k_code_bits = 8, v_code_bits = 8;  // vecinfer code widths (12: the generic kernel)
   int half_books = 0;  // fp16 book copies (vecinfer_half_books.h): 1 values, 2 keys + values
   bool pca = false;    // vecinfer -pca keys: per kv head books of 1-8-dim sub-vectors, lut built first
+  int k_codes = 0;     // -pca key codes a token at head_dim 64, scaled by D / 64 (0: D / dk)
 };
 
 // commvq token scales (fp16 key norms, the first 64 * kv heads bytes of every page): 4 .. 24.
@@ -88,6 +89,7 @@ AttentionShape ShapeFromEnv() {
 const AttentionShape kShape = ShapeFromEnv();
 const int kHeads = kShape.heads, kKvHeads = kShape.kv_heads, kDim = kShape.dim;
 constexpr int kPage = 32;
+int KeyCodes(const Kernel& k) { return k.k_codes > 0 ? k.k_codes * kDim / 64 : kDim / k.dk; }
 
 size_t LayerPageBytes(const Kernel& k) {
   const size_t H = kKvHeads, D = kDim, P = kPage;
@@ -97,7 +99,7 @@ size_t LayerPageBytes(const Kernel& k) {
     case KvPageFormat::kKivi:
       return 4 * H * D + 4 * H * P * (D / 32) + 2 * H * D * P * k.kivi_bits / 8;
     case KvPageFormat::kVecInfer:
-      return H * P * ((D / k.dk) * k.k_code_bits / 8 + (D / k.dv) * k.v_code_bits / 8);
+      return H * P * (KeyCodes(k) * k.k_code_bits / 8 + (D / k.dv) * k.v_code_bits / 8);
     case KvPageFormat::kCommVq:
       return 2 * H * P + 48 * H * k.cvq_rounds + H * k.cvq_value_rounds * (D / 8) * P;
   }
@@ -138,6 +140,7 @@ int main(int argc, char** argv) {
       {"kivi-k4v4", KvPageFormat::kKivi, 4, 4, 4, 128},
       {"vecinfer-k2v2", KvPageFormat::kVecInfer, 2, 4, 4, 128, 0, 0, 8, 8, 2},
       {"vecinfer-k2v2-pca", KvPageFormat::kVecInfer, 2, 4, 4, 128, 0, 0, 8, 8, 1, true},
+      {"vecinfer-k2.375v2-pca", KvPageFormat::kVecInfer, 2, 4, 4, 128, 0, 0, 8, 8, 1, true, 19},
       {"vecinfer-k4v4", KvPageFormat::kVecInfer, 2, 2, 2, 128},
       {"vecinfer-k1v1", KvPageFormat::kVecInfer, 2, 8, 8, 128, 0, 0, 8, 8, 2},
       {"vecinfer-k2v1", KvPageFormat::kVecInfer, 2, 4, 8, 128, 0, 0, 8, 8, 2},
@@ -241,11 +244,14 @@ int main(int argc, char** argv) {
 
         int32_t* k_dims = nullptr;  // -pca: sub-vector sizes 1 .. 8 (the pattern sums to 64), rotated per kv head
         void* lut = nullptr;
+        const int mk = KeyCodes(k);
         if (k.pca) {
-          const int sizes[16] = {1, 1, 2, 2, 3, 3, 4, 4, 4, 4, 5, 5, 6, 6, 6, 8}, mk = kDim / k.dk;
+          const std::vector<int> sizes16 = {1, 1, 2, 2, 3, 3, 4, 4, 4, 4, 5, 5, 6, 6, 6, 8};
+          const std::vector<int> sizes19 = {1, 1, 1, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 6, 6};  // sum 64
+          const std::vector<int>& sizes = mk % 19 == 0 ? sizes19 : sizes16;  // 38: sizes19 twice
           std::vector<int32_t> dims;
           for (int h = 0; h < kKvHeads; ++h) {
-            for (int m = 0; m < mk; ++m) dims.push_back(sizes[(m + h) % 16]);
+            for (int m = 0; m < mk; ++m) dims.push_back(sizes[(m + h) % sizes.size()]);
           }
           VQ_CUDA_CHECK(cudaMalloc(&k_dims, dims.size() * 4));
           VQ_CUDA_CHECK(cudaMemcpy(k_dims, dims.data(), dims.size() * 4, cudaMemcpyHostToDevice));
@@ -292,6 +298,7 @@ int main(int argc, char** argv) {
         if (k.pca) {
           p.vq_k_dims = k_dims;
           p.vq_pca_lut = lut;
+          p.vq_k_codes = mk;
           p.vq_k_codebook_head_stride = static_cast<int64_t>(kDim) << k.k_code_bits;
         }
         if (k.format == KvPageFormat::kCommVq) {

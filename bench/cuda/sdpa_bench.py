@@ -1,4 +1,5 @@
-"""PyTorch SDPA (flash backend, fp16) decode attention on the Llama-3.1-8B shape, and the
+"""PyTorch SDPA (flash backend, fp16) decode attention on the Llama-3.1-8B shape (or the default
+model's: BENCH_SHAPE=smollm2), and the
 device-to-device copy ceiling; merges our attention_bench csv into one markdown table.
 
 usage: python3 sdpa_bench.py --ours ours.csv --csv sdpa.csv --md combined.md
@@ -13,7 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-HEADS, KV_HEADS, DIM = 32, 8, 128
+# env BENCH_SHAPE=smollm2: SmolLM2-135M's (9, 3, 64; the default model), as attention_bench.
+HEADS, KV_HEADS, DIM = (9, 3, 64) if os.environ.get("BENCH_SHAPE") == "smollm2" else (32, 8, 128)
 # env BENCH_BATCHES=1,16: only these batch sizes (as attention_bench).
 BATCHES = tuple(int(b) for b in os.environ["BENCH_BATCHES"].split(",")) if os.environ.get("BENCH_BATCHES") else (1, 8, 16, 32)
 CONTEXTS = (8192, 32768, 131072)

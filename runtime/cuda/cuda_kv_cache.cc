@@ -26,13 +26,14 @@ namespace {
 constexpr char kCudaCodecs[] =
     "fp16, kivi-k2v2, kivi-k4v4, vecinfer-kXvY for X, Y in 4, 3, 2, 1.5, 1 "
     "(with any of the -nosmooth, -nohadamard, -perhead suffixes; -pca for k2v2, k2v1 and k1v1, "
-    "and at head_dim 64 for kXv2 with 17 to 32 key codes, X in 2.125 .. 4 in steps of 0.125), "
+    "and for kXv2 with 17 to 32 key codes at head_dim 64 (X in 2.125 .. 4 in steps of 0.125), "
+    "33 to 40 at 128 (X in 2.0625 .. 2.5 in steps of 0.0625)), "
     "commvq-2, commvq-1";
 
 // the key side of a vecinfer codec on the gpu: its PqSpec, and with -pca keys (Mk codes of
 // calibrated sizes) the sub_dim that stands in for Mk in the kernels' shape checks (8 for D / 8
-// codes, else 4), refused unless the tensor-core kernel takes Mk (D / 4, D / 8, or 17 .. 32 at
-// head_dim 64 with 4-dim values).
+// codes, else 4), refused unless the tensor-core kernel takes Mk (D / 4, D / 8, or with 4-dim
+// values 17 .. 32 at head_dim 64, 33 .. 40 at 128).
 struct CudaKeySide {
   PqSpec spec;
   int codes = 0;
@@ -49,7 +50,8 @@ absl::StatusOr<CudaKeySide> CudaKeySideFor(const VecInferOptions& o, int head_di
   if (!g.ok()) return g.status();
   if (!v.ok()) return v.status();
   const int mk = g->subvectors;
-  const bool var = D == 64 && mk > 16 && mk <= 32 && v->sub_dim == 4 && v->code_bits == 8;
+  const bool var = (D == 64 || D == 128) && mk > D / 4 && mk <= (D == 64 ? 32 : 40) && v->sub_dim == 4 &&
+                   v->code_bits == 8;
   if (mk != D / 4 && mk != D / 8 && !var) {
     return absl::InvalidArgumentError(absl::StrCat("-pca keys of ", mk, " codes at head_dim ", D));
   }

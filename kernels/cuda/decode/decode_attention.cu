@@ -175,8 +175,8 @@ std::string Validate(KvPageFormat f, const DecodeAttentionParams& p) {
       (!VecInferMmaShape(p) || HeadsPerBlockFor(f, p) > 4 || p.vq_pca_lut == nullptr ||
        (var_k && !VecInferMmaVarKeyCodes(p)))) {
     return "vecinfer decode: -pca keys need the tensor-core kernel's shapes (head_dim 64 or 128, "
-           "8-bit codes of (4, 4), (8, 8) or (4, 8) dims; or 17 to 32 key codes at head_dim 64 "
-           "with 4-dim values) and a lut scratch";
+           "8-bit codes of (4, 4), (8, 8) or (4, 8) dims; or 17 to 32 key codes at head_dim 64, 33 "
+           "to 40 at 128, with 4-dim values) and a lut scratch";
   }
   if (f == KvPageFormat::kVecInfer && p.vq_k_dims == nullptr && var_k) {
     return "vecinfer decode: vq_k_codes other than head_dim / vq_k_sub_dim need -pca keys";

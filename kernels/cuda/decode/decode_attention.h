@@ -91,8 +91,8 @@ struct DecodeAttentionParams {
   const int32_t* vq_k_dims = nullptr;
   void* vq_pca_lut = nullptr;
   // key codes a token and kv head: 0 means D / vq_k_sub_dim. -pca keys may have any whole
-  // number: the tensor-core kernel takes D / 4, D / 8, or at head_dim 64 17 to 32 (with
-  // vq_k_sub_dim 4 and 4-dim values, vecinfer-k2.375v2-pca's 19).
+  // number: the tensor-core kernel takes D / 4, D / 8, or 17 to 32 at head_dim 64, 33 to 40 at
+  // 128 (with vq_k_sub_dim 4 and 4-dim values: vecinfer-k2.375v2-pca's 19 or 38).
   int vq_k_codes = 0;
   // vecinfer code widths, 8 or 12 bits (2^bits centroids per codebook instead of 256 above).
   // 12-bit codes, and 8-bit sub-vector pairs other than (2,2) (4,4) (8,8) (4,8), run the
@@ -129,11 +129,12 @@ inline int VecInferKeyCodes(const DecodeAttentionParams& p) {
 }
 
 // -pca keys of a number of codes the tensor-core kernel takes at run time (besides D / 4 and
-// D / 8): head_dim 64, 17 to 32 codes, vq_k_sub_dim 4 (its stand-in), 8-bit codes, 4-dim values.
+// D / 8): 17 to 32 codes at head_dim 64, 33 to 40 at 128; vq_k_sub_dim 4 (its stand-in), 8-bit
+// codes, 4-dim values.
 inline bool VecInferMmaVarKeyCodes(const DecodeAttentionParams& p) {
-  const int mk = VecInferKeyCodes(p);
-  return p.vq_k_dims != nullptr && p.head_dim == 64 && p.vq_k_sub_dim == 4 && p.vq_v_sub_dim == 4 &&
-         p.vq_k_code_bits == 8 && p.vq_v_code_bits == 8 && mk > 16 && mk <= 32;
+  const int mk = VecInferKeyCodes(p), D = p.head_dim;
+  return p.vq_k_dims != nullptr && (D == 64 || D == 128) && p.vq_k_sub_dim == 4 && p.vq_v_sub_dim == 4 &&
+         p.vq_k_code_bits == 8 && p.vq_v_code_bits == 8 && mk > D / 4 && mk <= (D == 64 ? 32 : 40);
 }
 
 // bytes of the -pca lut scratch (DecodeAttentionParams::vq_pca_lut) for `k_codes` key codes a

@@ -1,6 +1,7 @@
 // vecinfer decode attention on the tensor cores (head_dim 128 or 64, 8-bit codes with (key,
 // value) sub-vectors of (4, 4), (8, 8) or (4, 8) dims, PageShape<D, DK, DV>; -pca keys also of
-// 17 to 32 codes at head_dim 64 with 4-dim values, PageShape<64, 4, 4, true>): lut scores and
+// 17 to 32 codes at head_dim 64, 33 to 40 at 128, with 4-dim values, PageShape<D, 4, 4, true>):
+// lut scores and
 // values both on the tensor cores with code-independent shared-memory banks (the page loop and
 // the fragment layout: vecinfer_mma_page.cuh), and the fixed per-launch costs cut:
 //  - books: every thread owns one sub-vector m and 16 codes, so its 16 query floats come
@@ -46,6 +47,9 @@ constexpr int kBuildBatch = 8;  // codebook rows loaded before use, per thread
 // sm_90 dynamic-base window address 0x400 and at 0).
 static_assert(2 * kBookBytes + kWarps * kWarpStage + 0x400 <= kSmemBytes, "smem");
 static_assert(kBlockResidualFloats * 4 <= kBookBytes, "residual smem");
+static_assert(2 * kBookBytes + PageShape<128, 4, 4, true>::kXLutBytes + kWarps * PageShape<128, 4, 4, true>::kWarpStage +
+                      0x400 <= kSmemBytes,
+              "smem, runtime key codes");
 
 __device__ inline float4 Ldg4(const float4* p) {
   float4 v;
@@ -59,6 +63,7 @@ __device__ inline float4 Ldg4(const float4* p) {
 // lut starts at a window address that is a multiple of 64 KB (so one prmt of a code byte with a
 // per-lane constant is a whole gather address), Cv right after it; below the lut the stages of
 // warps < nlow, after Cv the stages of the other warps.
+// S::kXLutBytes of extra lut follow Cv.
 struct Layout {
   uint32_t lut, high;
   int nlow;
@@ -68,7 +73,7 @@ __device__ inline Layout MakeLayout(uint32_t win) {
   Layout l;
   l.lut = (0x10000u - (win & 0xFFFFu)) & 0xFFFFu;
   l.nlow = l.lut / S::kWarpStage;
-  l.high = l.lut + 2 * kBookBytes;
+  l.high = l.lut + 2 * kBookBytes + S::kXLutBytes;
   return l;
 }
 
@@ -105,14 +110,18 @@ __device__ __forceinline__ void CopyHalfValues(const DecodeAttentionParams& p, i
 
 // -pca keys: the block's lut image, built by LaunchVecInferPcaLut ([256][row] 8-byte entries,
 // row = VecInferPcaLutRow(Mk), at p.vq_pca_lut + block (b, blockIdx.y)), copied into the lut rows
-// by 16-byte cp.async chunks; commits nothing (the chunks join the next group: CopyHalfValues').
-__device__ __forceinline__ void CopyPcaLut(const DecodeAttentionParams& p, int b, int row, uint2* lut_s) {
+// (entries past kBookRow into the extra lut's 8-entry rows at xlut_s) by 16-byte cp.async
+// chunks; commits nothing (the chunks join the next group: CopyHalfValues').
+__device__ __forceinline__ void CopyPcaLut(const DecodeAttentionParams& p, int b, int row, uint2* lut_s,
+                                           uint2* xlut_s) {
   const int row_chunks = row / 2, chunks = 256 * row_chunks;
   const uint8_t* src = reinterpret_cast<const uint8_t*>(p.vq_pca_lut) +
                        (static_cast<int64_t>(b) * gridDim.y + blockIdx.y) * 256 * row * 8;
-  uint8_t* dst = reinterpret_cast<uint8_t*>(lut_s);
   for (int c = threadIdx.x; c < chunks; c += kThreads) {
-    CpAsync16(dst + (c / row_chunks) * kBookRow * 8 + (c % row_chunks) * 16, src + 16 * c);
+    const int code = c / row_chunks, part = c % row_chunks;
+    uint8_t* dst = part < kBookRow / 2 ? reinterpret_cast<uint8_t*>(lut_s) + code * kBookRow * 8 + part * 16
+                                       : reinterpret_cast<uint8_t*>(xlut_s) + code * 64 + (part - kBookRow / 2) * 16;
+    CpAsync16(dst, src + 16 * c);
   }
 }
 
@@ -220,6 +229,7 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
   uint2* lut_s = reinterpret_cast<uint2*>(smem + lay.lut);  // [256][32] x 4 halves (heads)
   uint2* cv_s = lut_s + kBookRow * 256;                     // [256][32] x 4 halves (dims)
   const uint32_t lut_hi = (win + lay.lut) >> 16;            // window address bits 16.. of the lut
+  uint2* xlut_s = cv_s + kBookRow * 256;                    // S::kXLutBytes: [256][8] x 4 halves
   const int mk = p.vq_k_codes;  // set by the launch
   WarpPages<S> pages = MakeWarpPages<S>(p, b, kvh, t0, t1, warp, lane, smem, lay.nlow, lay.high, 32 * mk);
   if constexpr (kLean) Pin(&pages.table);  // kept, not recomputed per page
@@ -228,15 +238,17 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
     __syncthreads();  // its merge has read the scratch: the copies and the lut build may write
   }
   const bool pca = S::kVarK || p.vq_k_dims != nullptr, half_v = p.vq_v_codebook_f16 != nullptr;
-  if (pca) CopyPcaLut(p, b, VecInferPcaLutRow(mk), lut_s);
-  CopyHalfValues<D>(p, kvh, half_v, cv_s);  // one group, before the 3 page groups
+  if (pca) CopyPcaLut(p, b, VecInferPcaLutRow(mk), lut_s, xlut_s);
+  CopyHalfValues<D>(p, kvh, half_v, cv_s);  // one group, before the page groups
+  constexpr int kStages = S::kStages;
   {
-    const int id0 = pages.Id(0), id1 = pages.Id(1), id2 = pages.Id(2);
-    pages.Issue(0, id0);
-    pages.Issue(1, id1);
-    pages.Issue(2, id2);
+    int ids[kStages];
+#pragma unroll
+    for (int i = 0; i < kStages; ++i) ids[i] = pages.Id(i);
+#pragma unroll
+    for (int i = 0; i < kStages; ++i) pages.Issue(i, ids[i]);
   }
-  int next_id = pages.Id(3);
+  int next_id = pages.Id(kStages);
 
   if (pca) {
     if (!half_v) BuildValues<S>(p, kvh, cv_s);
@@ -254,24 +266,24 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
       BuildBooks<2 * kBuildBatch, true, false, S>(p, b, kvh, h0, hb, lut_s, cv_s);
     }
   }
-  CpAsyncWait<kWStages>();  // the Cv copy has landed (the page groups may be in flight)
+  CpAsyncWait<kStages>();  // the Cv copy has landed (the page groups may be in flight)
   __syncthreads();
 
-  const LaneConsts<S> lc = MakeLaneConsts<kG, S, kLean>(gid, tig, lut_hi, mk);
+  const LaneConsts<S> lc = MakeLaneConsts<kG, S, kLean>(gid, tig, lut_hi, mk, win + lay.lut + 2 * kBookBytes);
   WarpPartial<D> part;
   part.Init();
   const int page0 = t0 / 32;
   int st_use = 0;
   for (int i = 0; i < pages.npages; ++i) {
-    CpAsyncWait<2>();  // page i has landed (i + 1, i + 2 may be in flight)
+    CpAsyncWait<kStages - 1>();  // page i has landed (the next kStages - 1 may be in flight)
     __syncwarp();
     uint8_t* kc = pages.wst + st_use * S::kStageBytes;
     const uint8_t* vc = kc + S::kKRegion;
     AttendPage<kG, S, kLean>(p, lc, kc, vc, (page0 + warp + kWarps * i) * 32, t1, &part);
     __syncwarp();  // every lane is done with this stage: page i + 3 may land in it
     pages.Issue(st_use, next_id);
-    next_id = pages.Id(i + 4);
-    st_use = st_use == kWStages - 1 ? 0 : st_use + 1;
+    next_id = pages.Id(i + kStages + 1);
+    st_use = st_use == kStages - 1 ? 0 : st_use + 1;
   }
   MergeBlock<kG, S, kLean>(p, lc, part, b, h0, hb, split, warp, lane, lut_s);
 }
@@ -337,11 +349,15 @@ std::string LaunchVecInferMmaDecode(const DecodeAttentionParams& params, int hb,
   if ((p.head_dim != 128 && p.head_dim != 64) || !(sub4 || sub8) || hb > 4 ||
       (var_k && !VecInferMmaVarKeyCodes(p))) {
     return "vecinfer mma decode: needs head_dim 128 or 64 with (key, value) sub-vectors of "
-           "(4, 4), (8, 8) or (4, 8) dims, or -pca keys of 17 to 32 codes at head_dim 64 with "
-           "4-dim values; <= 4 heads per block";
+           "(4, 4), (8, 8) or (4, 8) dims, or -pca keys of 17 to 32 codes at head_dim 64 (33 to "
+           "40 at 128) with 4-dim values; <= 4 heads per block";
   }
   using vq_mma::ValueGather;
   using vq_mma::VecInferMmaDecodeKernel;
+  if (var_k && p.head_dim == 128) {
+    return vq_mma::LaunchBlocks<VecInferMmaDecodeKernel<128, ValueGather::kQuad, true, 4, 4, true>>(
+        p, hb, num_splits, stream);
+  }
   if (var_k) {
     return vq_mma::LaunchBlocks<VecInferMmaDecodeKernel<64, ValueGather::kPlain, true, 4, 4, true>>(
         p, hb, num_splits, stream);

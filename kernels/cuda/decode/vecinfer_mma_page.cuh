@@ -53,26 +53,30 @@ enum class ValueGather { kPlain, kQuad };
 // 2 m + i being half i of sub-vector m (its code the token's byte m).
 // head_dim 64 with 8-dim keys (8 codes a token): one score step whose lanes tig >= 2 gather
 // nothing (kKLanes = 2); the stage's k part is padded to hold the probabilities (kKRegion).
-// VK (-pca keys, head_dim 64, DK = DV = 4): a runtime number Mk of key codes a token, 17 to 32
-// (LaneConsts::mk): rows of Mk bytes, the stage's k part sized for 32; score step 0 takes codes
-// 0..15, an extra step codes 16.. (ScorePage).
+// VK (-pca keys, DK = DV = 4): a runtime number Mk of key codes a token (LaneConsts::mk), 17 to
+// 32 at head_dim 64, 33 to 40 at 128: rows of Mk bytes, the stage's k part sized for the most;
+// the score steps o take codes 0..D / 4 - 1 as the D / 4-code shape does, an extra step the rest
+// (ScorePageVarK): at head_dim 64 from lut entries 16.., at 128 from an extra lut of 8 entries a
+// code (kXLutBytes, after Cv), with 2 page stages a warp instead of 3 to make room for it.
 template <int D, int DK = 4, int DV = 4, bool VK = false>
 struct PageShape {
   static_assert(D == 128 || D == 64, "head_dim 128 or 64");
   static_assert((DK == 4 || DK == 8) && (DV == 4 || DV == 8), "sub-vectors of 4 or 8 dims");
-  static_assert(!VK || (D == 64 && DK == 4 && DV == 4), "runtime key codes: head_dim 64, 4-dim values");
+  static_assert(!VK || (DK == 4 && DV == 4), "runtime key codes: 4-dim values");
   static constexpr int kDim = D, kDK = DK, kDV = DV;
   static constexpr bool kVarK = VK;
   static constexpr int kSubs = D / 4;            // 4-dim value chunks (Cv book entries of a code)
-  static constexpr int kMaxKCodes = VK ? 32 : D / DK;     // key codes of a token, at most
-  static constexpr int kKSubs = VK ? 16 : D / DK, kVSubs = D / DV;  // key codes of step(s) o / value codes
+  static constexpr int kMaxKCodes = VK ? (D == 64 ? 32 : 40) : D / DK;  // key codes of a token, at most
+  static constexpr int kKSubs = VK ? D / 4 : D / DK, kVSubs = D / DV;  // key codes of the steps o / value codes
+  static constexpr int kStages = VK && D == 128 ? 2 : kWStages;        // page stages per warp
+  static constexpr int kXLutBytes = VK && D == 128 ? 256 * 8 * 8 : 0;  // extra lut [256][8] entries
   static constexpr int kO = kKSubs >= 16 ? kKSubs / 16 : 1;  // score steps o of 16 key sub-vectors
   static constexpr int kKLanes = kKSubs >= 16 ? 4 : kKSubs / 4;  // lanes tig < kKLanes gather scores
   static constexpr int kSlots = kSubs / 8;       // value chunks of a lane group
   static constexpr int kKCodes = 32 * kMaxKCodes, kVCodes = 32 * kVSubs;  // code bytes of a page (VK: at most)
   static constexpr int kKRegion = kKCodes > 4 * kPRow * 2 ? kKCodes : 4 * kPRow * 2;  // k codes or probabilities
   static constexpr int kStageBytes = kKRegion + kVCodes;              // k codes then v codes
-  static constexpr uint32_t kWarpStage = kWStages * kStageBytes;      // stage bytes of one warp
+  static constexpr uint32_t kWarpStage = kStages * kStageBytes;       // stage bytes of one warp
   static_assert(kKRegion % 16 == 0 && kStageBytes % 16 == 0, "16-byte copies");
 };
 // head_dim 128 with 4-dim key and value sub-vectors.
@@ -121,9 +125,10 @@ struct WarpPages {
       const uint8_t* src = lsrc + static_cast<int64_t>(id) * p.page_stride;
       uint8_t* dst = wst + stage * S::kStageBytes + lane * 16;
       // 256-byte parts (head_dim 64, 8-dim sub-vectors): lanes < 16 copy them
-      if constexpr (S::kVarK) {  // 32 Mk bytes, 34 to 64 chunks
+      if constexpr (S::kVarK) {  // 32 Mk bytes: 34 to 64 chunks (head_dim 64), 66 to 80 (128)
         CpAsync16(dst, src);
         if (lane + 32 < kbytes / 16) CpAsync16(dst + 512, src + 512);
+        if (S::kDim == 128 && lane + 64 < kbytes / 16) CpAsync16(dst + 1024, src + 1024);
       } else {
         if (S::kKCodes >= 512 || lane < S::kKCodes / 16) CpAsync16(dst, src);
         if constexpr (S::kKCodes == 1024) CpAsync16(dst + 512, src + 512);
@@ -167,10 +172,13 @@ struct LaneConsts {
   int ha;      // merge: lanes tig < 2 hold heads ha, ha + 1
   int my_tok;  // scores: lanes tig < 2 hold token 16 t + my_tok
   int mk, xl;  // S::kVarK: key codes a token; lanes tig < xl gather the extra step
+  uint32_t xoff[4];  // S::kVarK at head_dim 128: extra lut entry (4 tig + (j + gid) & 3) of code 0
 };
 // lut_hi: window address bits 16.. of the lut (Cv is the next 64 KB page).
+// xlut: window address of the extra lut (S::kVarK at head_dim 128).
 template <ValueGather kG, class S = PageShape<128>, bool kLean = false>
-__device__ __forceinline__ LaneConsts<S> MakeLaneConsts(int gid, int tig, uint32_t lut_hi, int mk = S::kMaxKCodes) {
+__device__ __forceinline__ LaneConsts<S> MakeLaneConsts(int gid, int tig, uint32_t lut_hi, int mk = S::kMaxKCodes,
+                                                      uint32_t xlut = 0) {
   static_assert(kG == ValueGather::kPlain || S::kDim == 128, "quad value gathers: head_dim 128 only");
   LaneConsts<S> c;
   const int u = gid >> 2, th = tig >> 1;
@@ -201,7 +209,9 @@ __device__ __forceinline__ LaneConsts<S> MakeLaneConsts(int gid, int tig, uint32
   c.ha = 2 * (tig & 1);
   c.my_tok = gid + 8 * (tig & 1);
   c.mk = mk;
-  c.xl = (mk - 16 + 3) / 4;
+  c.xl = (mk - S::kKSubs + 3) / 4;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) c.xoff[j] = xlut + (4 * tig + ((j + gid) & 3)) * 8;
   if constexpr (kLean) {  // opaque: kept in registers, not recomputed in the page loop
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
@@ -277,20 +287,22 @@ __device__ __forceinline__ uint32_t LoadCodeWord(const uint8_t* at) {
   return __funnelshift_r(w[0], w[1], 8 * mis);
 }
 
-// ScorePage of S::kVarK (the lean loop's layout): token rows of c.mk bytes; step 0 gathers codes
-// 4 tig + (0..3) as the 16-code shape does, the extra step codes 16 + 4 tig + (0..3) in lanes
-// tig < c.xl, lut entries 16 .. 16 + 4 xl - 1 (those >= mk are zeros: the byte of the next row
-// that a word past a row's end holds adds nothing).
+// ScorePage of S::kVarK (the lean loop's layout): token rows of c.mk bytes; steps o < kO gather
+// codes 4 tig + 16 o + (0..3) as the D / 4-code shape does, the extra step codes D / 4 + 4 tig +
+// (0..3) in lanes tig < c.xl: lut entries 16 .. 16 + 4 xl - 1 at head_dim 64, the extra lut's
+// (code * 64 + entry * 8 at c.xoff) at 128; entries >= mk are zeros, so the byte of the next row
+// that a word past a row's end holds adds nothing.
 template <class S>
 __device__ __forceinline__ void ScorePageVarK(const LaneConsts<S>& c, const uint8_t* kc, float (&s)[2][4]) {
-  uint32_t kw[2][2][2];  // [tile][token gid / gid + 8][step]
+  constexpr int kO = S::kO;
+  uint32_t kw[2][2][kO + 1];  // [tile][token gid / gid + 8][step]
 #pragma unroll
   for (int t = 0; t < 2; ++t)
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const uint8_t* row = kc + (16 * t + 8 * r + c.gid) * c.mk + 4 * c.tig;
-      kw[t][r][0] = LoadCodeWord(row);
-      kw[t][r][1] = LoadCodeWord(row + 16);
+#pragma unroll
+      for (int o = 0; o <= kO; ++o) kw[t][r][o] = LoadCodeWord(row + 16 * o);
     }
 #pragma unroll
   for (int t = 0; t < 2; ++t)
@@ -298,20 +310,26 @@ __device__ __forceinline__ void ScorePageVarK(const LaneConsts<S>& c, const uint
     for (int h = 0; h < 4; ++h) s[t][h] = 0.0f;
   const bool extra = c.tig < c.xl;
 #pragma unroll
-  for (int o = 0; o < 2; ++o)
+  for (int o = 0; o <= kO; ++o)
 #pragma unroll
     for (int j = 0; j < 4; ++j)
 #pragma unroll
       for (int t = 0; t < 2; ++t) {
         uint2 ea = make_uint2(0u, 0u), eb = ea;
-        const uint32_t xa = EntryOffset(kw[t][0][o], c.kmoff[0][j], c.ksel[j]);
-        const uint32_t xb = EntryOffset(kw[t][1][o], c.kmoff[0][j], c.ksel[j]);
-        if (o == 0) {
-          ea = Lds64(xa);
-          eb = Lds64(xb);
-        } else if (extra) {  // entries 16 on: 128 bytes past step 0's
-          ea = Lds64<128>(xa);
-          eb = Lds64<128>(xb);
+        if (o < kO || S::kDim == 64) {
+          const uint32_t xa = EntryOffset(kw[t][0][o], c.kmoff[0][j], c.ksel[j]);
+          const uint32_t xb = EntryOffset(kw[t][1][o], c.kmoff[0][j], c.ksel[j]);
+          if (o == 0) {
+            ea = Lds64(xa);
+            eb = Lds64(xb);
+          } else if (o < kO || extra) {  // entries 16 o on: 128 o bytes past step 0's
+            ea = Lds64<128>(xa);
+            eb = Lds64<128>(xb);
+          }
+        } else if (extra) {  // head_dim 128: the extra lut, code * 64 + entry * 8
+          const int bj = (j + c.gid) & 3;
+          ea = Lds64(c.xoff[j] + (__byte_perm(kw[t][0][o], 0u, 0x4440u | bj) << 6));
+          eb = Lds64(c.xoff[j] + (__byte_perm(kw[t][1][o], 0u, 0x4440u | bj) << 6));
         }
         Mma16816(s[t], ea.x, ea.y, eb.x, eb.y, c.e0, c.e1);
       }
