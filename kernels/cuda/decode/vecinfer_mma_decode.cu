@@ -304,7 +304,7 @@ __device__ inline void MmaSplitRange(int len, int num_splits, int split, int* t0
 // q_tilde (batch, num_heads, D) fp32; codebooks (D / d, 256, d) fp32 per kv head; pages per
 // docs/kv_formats.md; writes workspace partials (batch, num_heads, splits + 1, D + 2).
 // DK, DV: key / value sub-vector dims (PageShape).
-// VK: -pca keys of p.vq_k_codes = 17 .. 32 codes a token (PageShape).
+// VK: -pca keys of p.vq_k_codes = 17 .. 32 codes a token at head_dim 64, 33 .. 40 at 128 (PageShape).
 template <int D, ValueGather kG = ValueGather::kPlain, bool kLean = false, int DK = 4, int DV = 4, bool VK = false>
 __global__ void __launch_bounds__(kThreads, 1)
     VecInferMmaDecodeKernel(const DecodeAttentionParams p, int hb, int num_splits) {
