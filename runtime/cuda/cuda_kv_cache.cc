@@ -19,6 +19,7 @@
 #include <cuda_runtime_api.h>
 
 #include "kernels/cuda/common/vecinfer_half_books.h"
+#include "kernels/cuda/decode/decode_attention.h"
 
 namespace vqserve {
 
@@ -50,8 +51,7 @@ absl::StatusOr<CudaKeySide> CudaKeySideFor(const VecInferOptions& o, int head_di
   if (!g.ok()) return g.status();
   if (!v.ok()) return v.status();
   const int mk = g->subvectors;
-  const bool var = (D == 64 || D == 128) && mk > D / 4 && mk <= (D == 64 ? 32 : 40) && v->sub_dim == 4 &&
-                   v->code_bits == 8;
+  const bool var = cuda::VecInferMmaTakesKeyCodes(D, mk) && v->sub_dim == 4 && v->code_bits == 8;
   if (mk != D / 4 && mk != D / 8 && !var) {
     return absl::InvalidArgumentError(absl::StrCat("-pca keys of ", mk, " codes at head_dim ", D));
   }

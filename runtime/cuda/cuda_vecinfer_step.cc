@@ -99,7 +99,7 @@ std::string CudaVecInferStep::Layer(const CudaKvCache& cache, int layer,
     ep.v_code_bits = codec.v_code_bits;
     ep.k_transform = codec.k_transform;
     ep.k_dims = codec.k_dims;
-    ep.k_codes = codec.k_dims != nullptr ? codec.k_codes : 0;
+    ep.k_codes = codec.k_codes;
     ep.num_kv_heads = H;
     ep.head_dim = D;
     ep.dst = step.pages + step.layer_offset;

@@ -128,13 +128,16 @@ inline int VecInferKeyCodes(const DecodeAttentionParams& p) {
   return p.vq_k_codes > 0 ? p.vq_k_codes : p.head_dim / p.vq_k_sub_dim;
 }
 
-// -pca keys of a number of codes the tensor-core kernel takes at run time (besides D / 4 and
-// D / 8): 17 to 32 codes at head_dim 64, 33 to 40 at 128; vq_k_sub_dim 4 (its stand-in), 8-bit
-// codes, 4-dim values.
+// the key-code counts the tensor-core kernel takes at run time (besides D / 4 and D / 8), with
+// -pca keys and 4-dim values: 17 to 32 at head_dim 64, 33 to 40 at 128 (PageShape's kMaxKCodes).
+constexpr bool VecInferMmaTakesKeyCodes(int head_dim, int k_codes) {
+  return (head_dim == 64 || head_dim == 128) && k_codes > head_dim / 4 &&
+         k_codes <= (head_dim == 64 ? 32 : 40);
+}
+// p's -pca keys are such a count: vq_k_sub_dim 4 (its stand-in), 8-bit codes, 4-dim values.
 inline bool VecInferMmaVarKeyCodes(const DecodeAttentionParams& p) {
-  const int mk = VecInferKeyCodes(p), D = p.head_dim;
-  return p.vq_k_dims != nullptr && (D == 64 || D == 128) && p.vq_k_sub_dim == 4 && p.vq_v_sub_dim == 4 &&
-         p.vq_k_code_bits == 8 && p.vq_v_code_bits == 8 && mk > D / 4 && mk <= (D == 64 ? 32 : 40);
+  return p.vq_k_dims != nullptr && p.vq_k_sub_dim == 4 && p.vq_v_sub_dim == 4 && p.vq_k_code_bits == 8 &&
+         p.vq_v_code_bits == 8 && VecInferMmaTakesKeyCodes(p.head_dim, VecInferKeyCodes(p));
 }
 
 // bytes of the -pca lut scratch (DecodeAttentionParams::vq_pca_lut) for `k_codes` key codes a

@@ -47,6 +47,11 @@ constexpr int kBuildBatch = 8;  // codebook rows loaded before use, per thread
 // sm_90 dynamic-base window address 0x400 and at 0).
 static_assert(2 * kBookBytes + kWarps * kWarpStage + 0x400 <= kSmemBytes, "smem");
 static_assert(kBlockResidualFloats * 4 <= kBookBytes, "residual smem");
+static_assert(VecInferMmaTakesKeyCodes(64, PageShape<64, 4, 4, true>::kMaxKCodes) &&
+                  !VecInferMmaTakesKeyCodes(64, PageShape<64, 4, 4, true>::kMaxKCodes + 1) &&
+                  VecInferMmaTakesKeyCodes(128, PageShape<128, 4, 4, true>::kMaxKCodes) &&
+                  !VecInferMmaTakesKeyCodes(128, PageShape<128, 4, 4, true>::kMaxKCodes + 1),
+              "the launch's key-code counts are the page shapes'");
 static_assert(2 * kBookBytes + PageShape<128, 4, 4, true>::kXLutBytes + kWarps * PageShape<128, 4, 4, true>::kWarpStage +
                       0x400 <= kSmemBytes,
               "smem, runtime key codes");

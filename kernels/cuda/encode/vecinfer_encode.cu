@@ -142,8 +142,8 @@ std::string LaunchVecInferEncodePages(const VecInferEncodeParams& p, const int32
     if (bits != 8 && bits != 12) return "vecinfer encode: codes of 8 or 12 bits";
   }
   if ((p.k_transform == nullptr) != (p.k_dims == nullptr)) return "vecinfer encode: -pca needs k_transform and k_dims";
-  if (p.k_codes != 0 && (p.k_dims == nullptr || p.k_codes < 1 || p.k_codes > D)) {
-    return "vecinfer encode: k_codes needs -pca keys and 1 .. head_dim codes";
+  if (p.k_codes != 0 && (p.k_codes < 1 || p.k_codes > D || (p.k_dims == nullptr && p.k_codes != D / p.k_sub_dim))) {
+    return "vecinfer encode: k_codes other than head_dim / k_sub_dim needs -pca keys (1 .. head_dim codes)";
   }
   if (p.k == nullptr || p.v == nullptr || (p.lambda == nullptr && p.k_transform == nullptr) || p.k_codebook == nullptr ||
       p.v_codebook == nullptr || p.dst == nullptr || p.num_kv_heads <= 0) {
