@@ -68,9 +68,9 @@ __device__ inline float4 Ldg4(const float4* p) {
 // lut starts at a window address that is a multiple of 64 KB (so one prmt of a code byte with a
 // per-lane constant is a whole gather address), Cv right after it; below the lut the stages of
 // warps < nlow, after Cv the stages of the other warps.
-// S::kXLutBytes of extra lut follow Cv.
+// S::kXLutBytes of extra lut follow Cv (at xlut).
 struct Layout {
-  uint32_t lut, high;
+  uint32_t lut, xlut, high;
   int nlow;
 };
 template <class S>
@@ -78,7 +78,8 @@ __device__ inline Layout MakeLayout(uint32_t win) {
   Layout l;
   l.lut = (0x10000u - (win & 0xFFFFu)) & 0xFFFFu;
   l.nlow = l.lut / S::kWarpStage;
-  l.high = l.lut + 2 * kBookBytes + S::kXLutBytes;
+  l.xlut = l.lut + 2 * kBookBytes;
+  l.high = l.xlut + S::kXLutBytes;
   return l;
 }
 
@@ -234,7 +235,7 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
   uint2* lut_s = reinterpret_cast<uint2*>(smem + lay.lut);  // [256][32] x 4 halves (heads)
   uint2* cv_s = lut_s + kBookRow * 256;                     // [256][32] x 4 halves (dims)
   const uint32_t lut_hi = (win + lay.lut) >> 16;            // window address bits 16.. of the lut
-  uint2* xlut_s = cv_s + kBookRow * 256;                    // S::kXLutBytes: [256][8] x 4 halves
+  uint2* xlut_s = reinterpret_cast<uint2*>(smem + lay.xlut);  // S::kXLutBytes: [256][8] x 4 halves
   const int mk = p.vq_k_codes;  // set by the launch
   WarpPages<S> pages = MakeWarpPages<S>(p, b, kvh, t0, t1, warp, lane, smem, lay.nlow, lay.high, 32 * mk);
   if constexpr (kLean) Pin(&pages.table);  // kept, not recomputed per page
@@ -274,7 +275,7 @@ __device__ __forceinline__ void CodedPartial(const DecodeAttentionParams& p, int
   CpAsyncWait<kStages>();  // the Cv copy has landed (the page groups may be in flight)
   __syncthreads();
 
-  const LaneConsts<S> lc = MakeLaneConsts<kG, S, kLean>(gid, tig, lut_hi, mk, win + lay.lut + 2 * kBookBytes);
+  const LaneConsts<S> lc = MakeLaneConsts<kG, S, kLean>(gid, tig, lut_hi, mk, win + lay.xlut);
   WarpPartial<D> part;
   part.Init();
   const int page0 = t0 / 32;
